@@ -1,0 +1,21 @@
+# flowd_add_plugin(NAME source... [OUTPUT_DIRECTORY dir])
+#
+# Builds the flowd plugin NAME as flowd-NAME.so, a shared module linked only
+# against flowd::sdk. Used in-tree and by out-of-tree plugins through the
+# installed flowd package.
+function(flowd_add_plugin name)
+  cmake_parse_arguments(ARG "" "OUTPUT_DIRECTORY" "" ${ARGN})
+  set(target flowd-${name})
+  add_library(${target} MODULE ${ARG_UNPARSED_ARGUMENTS})
+  target_link_libraries(${target} PRIVATE flowd::sdk)
+  set_target_properties(${target} PROPERTIES
+    PREFIX ""
+    OUTPUT_NAME ${target}
+    CXX_VISIBILITY_PRESET default
+    POSITION_INDEPENDENT_CODE ON)
+  if(ARG_OUTPUT_DIRECTORY)
+    set_target_properties(${target} PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${ARG_OUTPUT_DIRECTORY})
+  endif()
+  # Refuse undefined symbols at link time rather than at dlopen time.
+  target_link_options(${target} PRIVATE -Wl,--no-undefined)
+endfunction()

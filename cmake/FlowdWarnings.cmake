@@ -1,0 +1,16 @@
+# Warnings are errors in our own code only; third-party headers come in as
+# SYSTEM includes through their imported targets.
+add_library(flowd_warnings INTERFACE)
+target_compile_options(flowd_warnings INTERFACE
+  $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic -Werror -Wshadow -Wnon-virtual-dtor -Wno-error=deprecated-declarations>)
+
+if(FLOWD_SANITIZE)
+  add_compile_options(-fsanitize=${FLOWD_SANITIZE} -fno-omit-frame-pointer -fno-sanitize-recover=all)
+  add_link_options(-fsanitize=${FLOWD_SANITIZE})
+endif()
+
+# GCC 12 reports -Wrestrict inside libstdc++ for `"literal" + std::string` at
+# -O3 (GCC bug 105651, fixed in 13); it is not a defect in our code.
+if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND CMAKE_CXX_COMPILER_VERSION VERSION_LESS 13)
+  target_compile_options(flowd_warnings INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-Wno-restrict>)
+endif()

@@ -1,0 +1,171 @@
+// flowd plugins / flowd inspect: what the plugin path provides, in the
+// spirit of gst-inspect.
+#include <iostream>
+
+#include <boost/program_options.hpp>
+
+#include "cli/commands.hpp"
+#include "cli/exit_codes.hpp"
+#include "cli/setup.hpp"
+#include "util/text.hpp"
+
+namespace po = boost::program_options;
+
+namespace flowd::cli {
+
+namespace {
+
+std::string variants(const OperatorSpec& s) {
+  std::vector<std::string> v;
+  for (Device d : s.variants) v.emplace_back(name_of(d));
+  return join(v, ",");
+}
+
+std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+
+std::string pad(std::string s, std::size_t n) {
+  if (s.size() < n) s.append(n - s.size(), ' ');
+  return s;
+}
+
+struct ListOptions {
+  PluginOptions plugins;
+  bool json = false;
+  std::string name;
+};
+
+int parse(const Args& args, po::options_description& desc, const char* usage, bool positional) {
+  po::positional_options_description pos;
+  if (positional) pos.add("name", 1);
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args).options(desc).positional(pos).run(), vm);
+    if (vm.count("help")) {
+      std::cout << usage << "\n\n" << desc << "\n";
+      return exit_ok;
+    }
+    po::notify(vm);
+  } catch (const po::error& e) {
+    std::cerr << "flowd: " << e.what() << "\n" << usage << "\n";
+    return exit_usage;
+  }
+  return -1;
+}
+
+void add_options(po::options_description& d, ListOptions& o) {
+  d.add_options()
+      ("plugin-path,P", po::value(&o.plugins.plugin_path)->composing(), "directory or .so to search first; repeatable")
+      ("no-plugin-cache", po::bool_switch(&o.plugins.no_cache), "re-read every manifest")
+      ("json", po::bool_switch(&o.json), "machine-readable output")
+      ("help,h", "show this help");
+}
+
+void print_operator(const OperatorSpec& s, const plugin::PluginRecord& r) {
+  std::cout << "Operator      " << s.name << "\n"
+            << "Plugin        " << r.name << " " << r.version << " (" << r.path.string() << ")\n"
+            << "Pattern       " << name_of(s.pattern) << "\n"
+            << "Variants      " << variants(s) << "\n";
+  if (s.speedup_hint) std::cout << "Speedup hint  " << *s.speedup_hint << "x (GPU over one CPU core)\n";
+  std::cout << "\n" << s.doc << "\n";
+  auto ports = [](const char* title, const std::vector<PortSpec>& ps) {
+    std::cout << "\n" << title << "\n";
+    if (ps.empty()) std::cout << "  (none)\n";
+    for (const auto& p : ps)
+      std::cout << "  " << pad(p.name, 14) << pad(p.type.str(), 26) << (p.optional ? "optional  " : "          ")
+                << p.doc << "\n";
+  };
+  ports("Inputs", s.inputs);
+  ports("Outputs", s.outputs);
+  std::cout << "\nParameters\n";
+  if (s.params.empty()) std::cout << "  (none)\n";
+  for (const auto& p : s.params) {
+    std::cout << "  " << pad(p.name, 14) << pad(p.expectation(), 34)
+              << (p.default_value ? "default " + p.default_value->dump() : std::string("required")) << "\n";
+    if (!p.description.empty()) std::cout << "  " << pad("", 14) << p.description << "\n";
+  }
+}
+
+}  // namespace
+
+int cmd_plugins(const Args& args) {
+  ListOptions o;
+  po::options_description desc("Options");
+  add_options(desc, o);
+  if (int rc = parse(args, desc, "usage: flowd plugins [options]", false); rc >= 0) return rc;
+  Logger log = Logger::to_stderr(o.json ? LogLevel::error : LogLevel::warning);
+  try {
+    auto reg = make_registry(o.plugins, log);
+    if (o.json) {
+      Json out = {{"search_path", Json::array()}, {"plugins", Json::array()}};
+      for (const auto& d : reg.search_path()) out["search_path"].push_back({{"path", d.path.string()}, {"origin", d.origin}});
+      for (const auto& r : reg.plugins()) {
+        Json p = {{"file", r.path.string()}, {"refused", r.refused}};
+        if (r.refused) p["refusal"] = r.refusal;
+        if (r.manifest.is_object()) p["manifest"] = r.manifest;
+        out["plugins"].push_back(std::move(p));
+      }
+      std::cout << out.dump(2) << "\n";
+      return exit_ok;
+    }
+    std::cout << "Plugin search path:\n";
+    for (const auto& d : reg.search_path()) std::cout << "  " << d.path.string() << "  (" << d.origin << ")\n";
+    std::size_t ops = 0;
+    for (const auto& r : reg.plugins()) {
+      if (r.refused) continue;
+      std::cout << "\n" << r.name << " " << r.version << "  " << r.doc << "\n  " << r.path.string() << "\n";
+      for (const auto& s : r.operators) {
+        std::cout << "    " << pad(s.name, 26) << pad(std::string(name_of(s.pattern)), 8) << pad(variants(s), 9)
+                  << first_line(s.doc) << "\n";
+        ++ops;
+      }
+    }
+    std::cout << "\n" << ops << " operators in " << (reg.plugins().size()) << " plugin files\n";
+    bool any_refused = false;
+    for (const auto& r : reg.plugins())
+      if (r.refused) {
+        if (!any_refused) std::cout << "\nRefused:\n";
+        any_refused = true;
+        std::cout << "  " << r.path.string() << ": " << r.refusal << "\n";
+      }
+    return exit_ok;
+  } catch (const std::exception& e) {
+    log.error(e.what());
+    return exit_invalid;
+  }
+}
+
+int cmd_inspect(const Args& args) {
+  ListOptions o;
+  po::options_description desc("Options");
+  desc.add_options()("name", po::value(&o.name)->required(), "operator or plugin name");
+  add_options(desc, o);
+  if (int rc = parse(args, desc, "usage: flowd inspect OPERATOR|PLUGIN [options]", true); rc >= 0) return rc;
+  Logger log = Logger::to_stderr(LogLevel::error);
+  try {
+    auto reg = make_registry(o.plugins, log);
+    if (const OperatorSpec* s = reg.find(o.name)) {
+      if (o.json) std::cout << to_json(*s).dump(2) << "\n";
+      else print_operator(*s, *reg.provider(o.name));
+      return exit_ok;
+    }
+    for (const auto& r : reg.plugins()) {
+      if (r.refused || r.name != o.name) continue;
+      if (o.json) {
+        std::cout << r.manifest.dump(2) << "\n";
+        return exit_ok;
+      }
+      std::cout << "Plugin        " << r.name << " " << r.version << "\nFile          " << r.path.string()
+                << "\nSDK           " << r.manifest.value("sdk_version", "?") << " (ABI " << r.abi << ")\n\n"
+                << r.doc << "\n\nOperators\n";
+      for (const auto& s : r.operators) std::cout << "  " << pad(s.name, 26) << first_line(s.doc) << "\n";
+      return exit_ok;
+    }
+    std::cerr << "flowd: " << reg.explain(o.name) << "\n";
+    return exit_invalid;
+  } catch (const std::exception& e) {
+    log.error(e.what());
+    return exit_invalid;
+  }
+}
+
+}  // namespace flowd::cli

@@ -1,0 +1,57 @@
+// flowd: run a workflow of plugin operators.
+#include <filesystem>
+#include <iostream>
+
+#include "cli/commands.hpp"
+#include "cli/exit_codes.hpp"
+#include "flowd/abi.hpp"
+#include "flowd/version.hpp"
+
+namespace {
+
+constexpr const char* usage = R"(usage: flowd WORKFLOW.json [options]       run a workflow (same as flowd run)
+       flowd run WORKFLOW.json [options]
+       flowd validate WORKFLOW.json [options]  check a workflow without running it
+       flowd plugins [options]                 list plugins and their operators
+       flowd inspect OPERATOR|PLUGIN [options] ports, parameters and docs of one operator
+       flowd --version | --help
+
+Each command takes --help. Common options: --set name=value, --set stage.param=value,
+--plugin-path DIR, --quiet, --verbose.
+
+Exit codes: 0 ok; 1 bad command line; 2 invalid workflow or plugin (nothing ran);
+3 run failed (nothing written); 4 --keep-going run with failed items; 130 interrupted.
+Documentation: docs/cli.md, docs/workflow-format.md, docs/plugin-sdk.md.)";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace flowd::cli;
+  std::vector<std::string> all(argv, argv + argc);
+  if (argc < 2) {
+    std::cerr << usage << "\n";
+    return exit_usage;
+  }
+  const std::string first = argv[1];
+  Args rest(all.begin() + 2, all.end());
+  try {
+    if (first == "--version" || first == "-V") {
+      std::cout << "flowd " << flowd::version_string << " (plugin ABI " << flowd::abi_version << ")\n";
+      return exit_ok;
+    }
+    if (first == "--help" || first == "-h" || first == "help") {
+      std::cout << usage << "\n";
+      return exit_ok;
+    }
+    if (first == "run") return cmd_run(rest, all);
+    if (first == "validate") return cmd_validate(rest);
+    if (first == "plugins") return cmd_plugins(rest);
+    if (first == "inspect") return cmd_inspect(rest);
+    if (!first.empty() && first[0] != '-') return cmd_run(Args(all.begin() + 1, all.end()), all);
+    std::cerr << "flowd: unknown option '" << first << "'\n" << usage << "\n";
+    return exit_usage;
+  } catch (const std::exception& e) {
+    std::cerr << "flowd: " << e.what() << "\n";
+    return exit_run_failed;
+  }
+}

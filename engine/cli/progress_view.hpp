@@ -1,0 +1,25 @@
+#pragma once
+// How a run looks to the person who started it: a redrawn status line on a
+// terminal, periodic log lines otherwise, and a summary at the end.
+#include <chrono>
+
+#include "runtime/run_types.hpp"
+#include "util/log.hpp"
+
+namespace flowd::cli {
+
+class ProgressView {
+public:
+  ProgressView(Logger& log, bool enabled, std::chrono::seconds plain_interval = std::chrono::seconds(10));
+  void update(const runtime::Progress& p);
+  void finish(const runtime::RunReport& r);
+
+private:
+  std::string line(const runtime::Progress& p) const;
+  Logger& log_;
+  bool enabled_;
+  std::chrono::seconds plain_interval_;
+  std::chrono::steady_clock::time_point last_plain_;
+};
+
+}  // namespace flowd::cli

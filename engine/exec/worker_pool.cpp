@@ -1,0 +1,164 @@
+#include "exec/worker_pool.hpp"
+
+#include <stdexcept>
+#include <utility>
+
+namespace flowd::exec {
+
+WorkerPool::WorkerPool(std::unique_ptr<sched::ReadyQueue> queue, std::vector<sched::WorkerInfo> workers,
+                       PoolOptions opts)
+    : opts_(opts), queue_(std::move(queue)), infos_(std::move(workers)) {
+  if (infos_.empty()) throw std::invalid_argument("WorkerPool: no workers");
+  for (std::size_t i = 0; i < infos_.size(); ++i) slots_.push_back(std::make_unique<Slot>());
+  threads_.reserve(infos_.size());
+  for (std::size_t i = 0; i < infos_.size(); ++i) threads_.emplace_back([this, i] { loop(i); });
+}
+
+WorkerPool::~WorkerPool() { stop(); }
+
+std::vector<sched::WorkerInfo> WorkerPool::cpu_workers(int n) {
+  std::vector<sched::WorkerInfo> v;
+  for (int i = 0; i < n; ++i) v.push_back({i, sched::WorkerKind::cpu, -1, "cpu" + std::to_string(i)});
+  return v;
+}
+
+void WorkerPool::submit(sched::TaskPtr task) {
+  std::lock_guard lk(m_);
+  queue_->push(std::move(task));
+  wake_locked(1);
+}
+
+void WorkerPool::submit(std::vector<sched::TaskPtr> tasks) {
+  if (tasks.empty()) return;
+  std::lock_guard lk(m_);
+  const std::size_t n = tasks.size();
+  for (auto& t : tasks) queue_->push(std::move(t));
+  wake_locked(n);
+}
+
+void WorkerPool::wait_idle() {
+  std::unique_lock lk(m_);
+  idle_cv_.wait(lk, [&] { return (running_ == 0 && queue_->size() == 0) || stop_; });
+  if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
+}
+
+void WorkerPool::stop() {
+  {
+    std::lock_guard lk(m_);
+    if (stop_ && threads_.empty()) return;
+    stop_ = true;
+    for (auto& s : slots_) s->cv.notify_all();
+    idle_cv_.notify_all();
+  }
+  for (auto& t : threads_)
+    if (t.joinable()) t.join();
+  threads_.clear();
+  // Queued tasks are destroyed outside the lock: their destructors may call
+  // back into their owners.
+  std::vector<sched::TaskPtr> unrun;
+  {
+    std::lock_guard lk(m_);
+    for (const auto& w : infos_)
+      while (auto t = queue_->pop(w)) unrun.push_back(std::move(t));
+  }
+}
+
+PoolStats WorkerPool::stats() const {
+  std::lock_guard lk(m_);
+  return stats_;
+}
+
+bool WorkerPool::awake_of_kind(sched::WorkerKind kind, std::size_t except) const {
+  for (std::size_t i = 0; i < slots_.size(); ++i)
+    if (i != except && infos_[i].kind == kind && !slots_[i]->sleeping) return true;
+  return false;
+}
+
+// Wakes up to `count` sleeping workers that have something to run. While
+// tasks are cheap, a sleeper is woken only if no worker of its kind is awake
+// to take the work.
+void WorkerPool::wake_locked(std::size_t count) {
+  const bool all = expensive();
+  for (std::size_t i = 0; i < slots_.size() && count > 0; ++i) {
+    Slot& s = *slots_[i];
+    const auto kind = infos_[i].kind;
+    if (!s.sleeping || !queue_->has_work_for(kind)) continue;
+    if (!all && awake_of_kind(kind, slots_.size())) continue;
+    s.sleeping = false;
+    ++stats_.wakeups;
+    s.cv.notify_one();
+    --count;
+  }
+}
+
+// A worker is surplus while tasks are cheap, another worker of its kind is
+// awake to take them, and no running task has already outlived the threshold.
+bool WorkerPool::surplus(std::size_t index, Clock::time_point now) const {
+  if (expensive() || !awake_of_kind(infos_[index].kind, index)) return false;
+  for (std::size_t i = 0; i < slots_.size(); ++i)
+    if (i != index && slots_[i]->running && now - slots_[i]->started > opts_.wake_threshold) return false;
+  return true;
+}
+
+void WorkerPool::notify_idle_locked() {
+  if (running_ == 0 && queue_->size() == 0) idle_cv_.notify_all();
+}
+
+sched::TaskPtr WorkerPool::acquire(std::size_t index, std::unique_lock<std::mutex>& lk) {
+  Slot& me = *slots_[index];
+  const auto& info = infos_[index];
+  while (!stop_) {
+    const bool parked = surplus(index, Clock::now());
+    if (!parked)
+      if (auto t = queue_->pop(info)) return t;
+    me.sleeping = true;
+    notify_idle_locked();
+    if (parked)
+      me.cv.wait_for(lk, opts_.park_recheck, [&] { return !me.sleeping || stop_; });
+    else
+      me.cv.wait(lk, [&] { return !me.sleeping || stop_; });
+    me.sleeping = false;  // timed out, stopping, or woken
+  }
+  return nullptr;
+}
+
+void WorkerPool::loop(std::size_t index) {
+  Slot& me = *slots_[index];
+  sched::TaskEnv env(infos_[index]);
+  std::unique_lock lk(m_);
+  while (auto task = acquire(index, lk)) {
+    ++running_;
+    me.running = true;
+    me.started = Clock::now();
+    if (queue_->size() > 0) wake_locked(queue_->size());
+    lk.unlock();
+
+    try {
+      task->run(env);
+    } catch (...) {
+      std::lock_guard g(m_);
+      if (!error_) error_ = std::current_exception();
+    }
+    task.reset();  // outside the lock: a task's destructor may submit work
+    const auto end = Clock::now();
+
+    lk.lock();
+    const double ns = static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(end - me.started).count());
+    ewma_ns_ += (ns - ewma_ns_) * 0.125;
+    me.running = false;
+    --running_;
+    ++stats_.tasks_run;
+    auto& spawned = env.spawned();
+    if (!spawned.empty()) {
+      const std::size_t n = spawned.size();
+      for (auto& t : spawned) queue_->push(std::move(t));
+      spawned.clear();
+      // This worker takes one of them itself.
+      if (n > 1) wake_locked(n - 1);
+    }
+    notify_idle_locked();
+  }
+  me.sleeping = true;
+}
+
+}  // namespace flowd::exec

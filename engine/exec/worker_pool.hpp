@@ -1,0 +1,99 @@
+#pragma once
+// Worker threads and the dispatch loop: the one place where tasks leave the
+// ready queue and run.
+//
+// Idle workers block (no spinning). A worker that finishes a task pushes the
+// tasks it made ready and pops its next one under a single lock acquisition.
+// Extra workers are woken only while recent tasks are expensive enough to be
+// worth it (PoolOptions::wake_threshold): for sub-microsecond tasks one
+// worker drains a central queue faster than several contending for it, so
+// adding workers never makes a run slower.
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "sched/ready_queue.hpp"
+#include "sched/task.hpp"
+
+namespace flowd::exec {
+
+struct PoolOptions {
+  // A second worker helps only when tasks cost more than the coordination
+  // (lock hand-over and a futex wake, a few microseconds on this hardware).
+  std::chrono::nanoseconds wake_threshold{2000};
+  // How often a parked surplus worker re-checks whether the running task has
+  // turned out long, so a slow task never strands queued work.
+  std::chrono::microseconds park_recheck{200};
+};
+
+struct PoolStats {
+  std::uint64_t tasks_run = 0;
+  std::uint64_t wakeups = 0;  // times a sleeping worker was woken for work
+};
+
+class WorkerPool {
+public:
+  WorkerPool(std::unique_ptr<sched::ReadyQueue> queue, std::vector<sched::WorkerInfo> workers, PoolOptions opts = {});
+  ~WorkerPool();
+  WorkerPool(const WorkerPool&) = delete;
+  WorkerPool& operator=(const WorkerPool&) = delete;
+
+  void submit(sched::TaskPtr task);
+  void submit(std::vector<sched::TaskPtr> tasks);
+
+  // Blocks until the queue is empty and no task runs. Rethrows the first
+  // exception that escaped a task (a bug in that task).
+  void wait_idle();
+
+  // Stops the workers after their current tasks; queued tasks are destroyed
+  // unrun. Called by the destructor.
+  void stop();
+
+  const std::vector<sched::WorkerInfo>& workers() const noexcept { return infos_; }
+  std::string_view policy() const noexcept { return queue_->name(); }
+  PoolStats stats() const;
+
+  // CPU worker infos cpu0..cpu{n-1}.
+  static std::vector<sched::WorkerInfo> cpu_workers(int n);
+
+private:
+  using Clock = std::chrono::steady_clock;
+  struct Slot {
+    std::condition_variable cv;
+    bool sleeping = false;
+    bool running = false;
+    Clock::time_point started{};
+  };
+
+  void loop(std::size_t index);
+  sched::TaskPtr acquire(std::size_t index, std::unique_lock<std::mutex>& lk);
+  bool surplus(std::size_t index, Clock::time_point now) const;
+  bool awake_of_kind(sched::WorkerKind kind, std::size_t except) const;
+  void wake_locked(std::size_t count);
+  bool expensive() const noexcept { return ewma_ns_ >= static_cast<double>(opts_.wake_threshold.count()); }
+  void notify_idle_locked();
+
+  PoolOptions opts_;
+  std::unique_ptr<sched::ReadyQueue> queue_;
+  std::vector<sched::WorkerInfo> infos_;
+  std::vector<std::unique_ptr<Slot>> slots_;
+
+  mutable std::mutex m_;
+  std::condition_variable idle_cv_;
+  int running_ = 0;
+  bool stop_ = false;
+  // Recent task cost; starts high so the first batch wakes everyone until
+  // real durations are known.
+  double ewma_ns_ = 1e6;
+  PoolStats stats_;
+  std::exception_ptr error_;
+
+  std::vector<std::thread> threads_;  // last: started after everything above exists
+};
+
+}  // namespace flowd::exec

@@ -1,0 +1,55 @@
+#pragma once
+// Items as they travel between stages inside a run.
+//
+// Every item a source emits takes a credit from that source's window; all
+// items derived from it share the credit, and it returns to the source when
+// the last of them is gone. That bounds the memory of a run by the window,
+// whatever the input size, with no bookkeeping beyond reference counts.
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "flowd/item.hpp"
+
+namespace flowd::runtime {
+
+class Credit {
+public:
+  explicit Credit(std::function<void()> on_return) : on_return_(std::move(on_return)) {}
+  ~Credit() { on_return_(); }
+  Credit(const Credit&) = delete;
+  Credit& operator=(const Credit&) = delete;
+
+private:
+  std::function<void()> on_return_;
+};
+
+using CreditPtr = std::shared_ptr<Credit>;
+
+// An item plus the source credits it holds; immutable once made, shared by
+// every consumer of the port it was emitted on.
+struct Carried {
+  Item item;
+  std::vector<CreditPtr> credits;
+};
+using CarriedPtr = std::shared_ptr<const Carried>;
+
+// The items of one task: one per input port (null for an unconnected
+// optional port), matched by key when a stage has several inputs.
+struct Tuple {
+  std::string key;
+  std::vector<CarriedPtr> ports;
+
+  // The credits of every input, without repeats: what outputs inherit.
+  std::vector<CreditPtr> credits() const {
+    std::vector<CreditPtr> all;
+    for (const auto& p : ports)
+      if (p)
+        for (const auto& c : p->credits)
+          if (std::find(all.begin(), all.end(), c) == all.end()) all.push_back(c);
+    return all;
+  }
+};
+
+}  // namespace flowd::runtime

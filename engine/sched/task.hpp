@@ -1,0 +1,53 @@
+#pragma once
+// The unit the scheduler dispatches. A Task is owned by whoever holds its
+// unique_ptr: the submitter, then the ready queue, then the worker running it.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace flowd::sched {
+
+enum class WorkerKind : std::uint8_t { cpu, gpu, sim_gpu };
+
+// Which worker kinds can run a task: a bit per WorkerKind.
+using KindMask = std::uint8_t;
+constexpr KindMask bit(WorkerKind k) noexcept { return static_cast<KindMask>(1u << static_cast<int>(k)); }
+inline constexpr KindMask cpu_only = bit(WorkerKind::cpu);
+
+struct WorkerInfo {
+  int id = 0;
+  WorkerKind kind = WorkerKind::cpu;
+  int device = -1;  // GPU ordinal for gpu workers
+  std::string name; // "cpu0", "gpu0", "sim0"
+};
+
+class Task;
+using TaskPtr = std::unique_ptr<Task>;
+
+// What a running task sees of its worker: where it runs, and a way to hand
+// the tasks it made ready back to the queue in one batch when it returns.
+class TaskEnv {
+public:
+  explicit TaskEnv(const WorkerInfo& w) : worker_(w) {}
+  const WorkerInfo& worker() const noexcept { return worker_; }
+  void spawn(TaskPtr t) { spawned_.push_back(std::move(t)); }
+  std::vector<TaskPtr>& spawned() noexcept { return spawned_; }
+
+private:
+  const WorkerInfo& worker_;
+  std::vector<TaskPtr> spawned_;
+};
+
+class Task {
+public:
+  virtual ~Task() = default;
+  // Must not throw: a task reports its own failures (the pool treats an
+  // escaping exception as a bug and stops with it).
+  virtual void run(TaskEnv& env) = 0;
+
+  KindMask runs_on = cpu_only;  // worker kinds with a variant for this task
+  float speedup = 1.0f;         // estimated GPU/CPU speedup, the PATS key
+};
+
+}  // namespace flowd::sched

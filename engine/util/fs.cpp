@@ -1,0 +1,64 @@
+#include "util/fs.hpp"
+
+#include <unistd.h>
+
+#include <random>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "flowd/error.hpp"
+
+namespace flowd {
+
+namespace fs = std::filesystem;
+
+std::optional<fs::path> user_cache_dir() {
+  if (const char* d = std::getenv("FLOWD_CACHE_DIR"); d && *d) return fs::path(d);
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return fs::path(x) / "flowd";
+  if (const char* h = std::getenv("HOME"); h && *h) return fs::path(h) / ".cache" / "flowd";
+  return std::nullopt;
+}
+
+fs::path temp_path_for(const fs::path& target) {
+  // pid + 64 random bits: unique across threads and processes without shared state.
+  std::random_device rd;
+  const unsigned long long r = (static_cast<unsigned long long>(rd()) << 32) ^ rd();
+  const std::string name = "." + target.stem().string() + ".flowd-tmp-" + std::to_string(::getpid()) + "-" +
+                           std::to_string(r) + target.extension().string();
+  return target.parent_path() / name;
+}
+
+void write_file_atomic(const fs::path& path, std::string_view bytes) {
+  const fs::path tmp = temp_path_for(path);
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw Error("cannot create " + tmp.string() + ": " + std::strerror(errno));
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    out.flush();
+    if (!out) {
+      std::error_code ec;
+      fs::remove(tmp, ec);
+      throw Error("cannot write " + tmp.string() + ": " + std::strerror(errno));
+    }
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    throw Error("cannot rename " + tmp.string() + " to " + path.string() + ": " + ec.message());
+  }
+}
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error("cannot open " + path.string() + ": " + std::strerror(errno));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) throw Error("cannot read " + path.string());
+  return ss.str();
+}
+
+}  // namespace flowd

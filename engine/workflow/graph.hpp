@@ -1,0 +1,49 @@
+#pragma once
+// The validated dataflow graph: stages with their operator instances and the
+// edges between their ports. Built only by validate() (validate.hpp).
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "plugin/registry.hpp"
+#include "workflow/workflow.hpp"
+
+namespace flowd::workflow {
+
+struct PortRef {
+  std::size_t stage;
+  std::size_t port;
+};
+
+struct StageNode {
+  std::string name;
+  std::size_t index = 0;
+  // Declared before `op` so the operator is destroyed while its plugin is
+  // still mapped.
+  plugin::OperatorHandle handle;
+  Params params;
+  std::unique_ptr<Operator> op;
+  std::vector<std::optional<PortRef>> inputs;   // producer of each input port (none if unconnected)
+  std::vector<std::vector<PortRef>> consumers;  // consumers of each output port
+
+  const OperatorSpec& spec() const noexcept { return handle.spec(); }
+  std::size_t connected_inputs() const noexcept {
+    std::size_t n = 0;
+    for (const auto& i : inputs) n += i.has_value();
+    return n;
+  }
+};
+
+struct Graph {
+  Workflow workflow;
+  std::vector<StageNode> stages;  // in topological order: producers before consumers
+
+  const StageNode* find(std::string_view name) const {
+    for (const auto& s : stages)
+      if (s.name == name) return &s;
+    return nullptr;
+  }
+};
+
+}  // namespace flowd::workflow

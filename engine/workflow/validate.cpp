@@ -1,0 +1,193 @@
+#include "workflow/validate.hpp"
+
+#include <functional>
+#include <map>
+
+#include "util/text.hpp"
+#include "workflow/diagnostics.hpp"
+
+namespace flowd::workflow {
+
+namespace {
+
+std::vector<std::string> port_names(const std::vector<PortSpec>& ports) {
+  std::vector<std::string> n;
+  for (const auto& p : ports) n.push_back(p.name);
+  return n;
+}
+
+std::string list_or_none(const std::vector<std::string>& names) { return names.empty() ? "none" : join(names, ", "); }
+
+}  // namespace
+
+Params resolve_params(const OperatorSpec& spec, const Json& given, const std::string& at, Diagnostics& d) {
+  Json values = Json::object();
+  std::vector<std::string> names;
+  for (const auto& p : spec.params) names.push_back(p.name);
+  for (const auto& [name, value] : given.items()) {
+    const ParamSpec* p = spec.param(name);
+    if (!p) {
+      d.add(at + pointer({name}), "operator '" + spec.name + "' has no parameter '" + name + "'" +
+                                      did_you_mean(name, names) + "; parameters: " + list_or_none(names));
+      continue;
+    }
+    if (auto problem = p->check(value)) d.add(at + pointer({name}), *problem);
+    values[name] = value;
+  }
+  for (const auto& p : spec.params) {
+    if (values.contains(p.name)) continue;
+    if (p.default_value) values[p.name] = *p.default_value;
+    else d.add(at, "missing required parameter '" + p.name + "' (" + p.expectation() + ")" +
+                       (p.description.empty() ? "" : ": " + p.description));
+  }
+  return Params(std::move(values));
+}
+
+Graph validate(Workflow wf, plugin::Registry& registry) {
+  Diagnostics d;
+  const std::string file = wf.file.empty() ? wf.name : wf.file.string();
+
+  // 1. Operators.
+  std::map<std::string, const OperatorSpec*> specs;
+  for (const auto& s : wf.stages) {
+    if (s.op.empty()) continue;  // reported by the parser
+    const OperatorSpec* spec = registry.find(s.op);
+    if (!spec) d.add(pointer({"stages", s.name, "op"}), registry.explain(s.op));
+    specs[s.name] = spec;
+  }
+
+  // 2. Ports, edges and types.
+  std::vector<std::string> stage_names;
+  for (const auto& s : wf.stages) stage_names.push_back(s.name);
+  std::map<std::string, std::vector<std::string>> producers;  // stage -> upstream stages, for cycle detection
+  for (const auto& s : wf.stages) {
+    const OperatorSpec* spec = specs[s.name];
+    if (!spec) continue;
+    for (const auto& [port, ref] : s.inputs) {
+      const std::string at = pointer({"stages", s.name, "inputs", port});
+      const auto in = spec->input_index(port);
+      if (!in) {
+        d.add(at, "operator '" + spec->name + "' has no input port '" + port + "'" +
+                      did_you_mean(port, port_names(spec->inputs)) + "; inputs: " + list_or_none(port_names(spec->inputs)));
+        continue;
+      }
+      const auto dot = ref.find('.');
+      if (dot == std::string::npos || dot == 0 || dot + 1 == ref.size()) {
+        d.add(at, "expected \"stage.port\", got \"" + ref + "\"");
+        continue;
+      }
+      const std::string up = ref.substr(0, dot), up_port = ref.substr(dot + 1);
+      const StageDecl* upstream = wf.stage(up);
+      if (!upstream) {
+        d.add(at, "no stage '" + up + "'" + did_you_mean(up, stage_names));
+        continue;
+      }
+      producers[s.name].push_back(up);
+      const OperatorSpec* up_spec = specs[up];
+      if (!up_spec) continue;
+      const auto out = up_spec->output_index(up_port);
+      if (!out) {
+        d.add(at, "stage '" + up + "' (" + up_spec->name + ") has no output port '" + up_port + "'" +
+                      did_you_mean(up_port, port_names(up_spec->outputs)) + "; outputs: " +
+                      list_or_none(port_names(up_spec->outputs)));
+        continue;
+      }
+      const PortType& want = spec->inputs[*in].type;
+      const PortType& have = up_spec->outputs[*out].type;
+      if (!want.compatible_with(have))
+        d.add(at, "type mismatch: " + ref + " produces " + have.str() + " but input '" + port + "' of " + spec->name +
+                      " expects " + want.str());
+    }
+    for (const auto& p : spec->inputs)
+      if (!p.optional && !s.inputs.count(p.name))
+        d.add(pointer({"stages", s.name, "inputs"}), "required input '" + p.name + "' (" + p.type.str() +
+                                                         ") of " + spec->name + " is not connected");
+  }
+
+  // 3. Cycles (depth-first search over producer edges).
+  {
+    std::map<std::string, int> state;  // 0 new, 1 on stack, 2 done
+    std::vector<std::string> path;
+    std::function<bool(const std::string&)> visit = [&](const std::string& n) {
+      if (state[n] == 2) return false;
+      if (state[n] == 1) {
+        auto from = std::find(path.begin(), path.end(), n);
+        std::vector<std::string> cycle(from, path.end());
+        cycle.push_back(n);
+        d.add(pointer({"stages", n, "inputs"}), "cycle: " + join(cycle, " <- ") + " (each stage consumes the next)");
+        return true;
+      }
+      state[n] = 1;
+      path.push_back(n);
+      for (const auto& up : producers[n])
+        if (visit(up)) return true;
+      path.pop_back();
+      state[n] = 2;
+      return false;
+    };
+    for (const auto& s : wf.stages)
+      if (visit(s.name)) break;
+  }
+
+  // 4. Parameters and patterns.
+  std::map<std::string, Params> params;
+  bool has_source = false;
+  for (const auto& s : wf.stages) {
+    const OperatorSpec* spec = specs[s.name];
+    if (!spec) continue;
+    params[s.name] = resolve_params(*spec, s.params, pointer({"stages", s.name, "params"}), d);
+    has_source |= spec->pattern == Pattern::source;
+    if (spec->pattern == Pattern::reduce && (spec->inputs.size() != 1 || spec->outputs.size() != 1))
+      d.add(pointer({"stages", s.name, "op"}), "reduce operator '" + spec->name + "' must have one input and one output");
+  }
+  if (!has_source && d.empty()) d.add("/stages", "no stage is a source, so nothing would run");
+  if (!d.empty()) throw ValidationError(file, d.items());
+
+  // 5. Instantiate in topological order; operators check their own parameters.
+  Graph g;
+  std::vector<std::string> order;
+  {
+    std::map<std::string, bool> placed;
+    std::function<void(const std::string&)> place = [&](const std::string& n) {
+      if (placed[n]) return;
+      placed[n] = true;
+      for (const auto& up : producers[n]) place(up);
+      order.push_back(n);
+    };
+    for (const auto& s : wf.stages) place(s.name);
+  }
+  std::map<std::string, std::size_t> index;
+  for (const auto& name : order) {
+    const StageDecl& s = *wf.stage(name);
+    try {
+      auto handle = registry.open(s.op);
+      StageNode node{name, g.stages.size(), std::move(handle), params[name], nullptr, {}, {}};
+      node.op = node.handle.create(node.params);
+      node.inputs.resize(node.spec().inputs.size());
+      node.consumers.resize(node.spec().outputs.size());
+      index[name] = g.stages.size();
+      g.stages.push_back(std::move(node));
+    } catch (const ParamError& e) {
+      d.add(pointer({"stages", name, "params", e.param()}), e.what());
+    } catch (const std::exception& e) {
+      d.add(pointer({"stages", name}), "operator '" + s.op + "' could not be created: " + e.what());
+    }
+  }
+  if (!d.empty()) throw ValidationError(file, d.items());
+
+  for (auto& node : g.stages) {
+    const StageDecl& s = *wf.stage(node.name);
+    for (const auto& [port, ref] : s.inputs) {
+      const auto dot = ref.find('.');
+      const std::size_t up = index.at(ref.substr(0, dot));
+      const std::size_t in = *node.spec().input_index(port);
+      const std::size_t out = *g.stages[up].spec().output_index(ref.substr(dot + 1));
+      node.inputs[in] = PortRef{up, out};
+      g.stages[up].consumers[out].push_back(PortRef{node.index, in});
+    }
+  }
+  g.workflow = std::move(wf);
+  return g;
+}
+
+}  // namespace flowd::workflow

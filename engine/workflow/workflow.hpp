@@ -1,0 +1,68 @@
+#pragma once
+// A workflow document after parsing, variable substitution and overrides,
+// before it is checked against the operators (see validate.hpp).
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "flowd/item.hpp"
+
+namespace flowd::workflow {
+
+using OrderedJson = nlohmann::ordered_json;
+
+inline constexpr int format_version = 1;
+
+struct StageDecl {
+  std::string name;
+  std::string op;
+  std::string doc;
+  Json params = Json::object();                // after ${var} substitution
+  std::map<std::string, std::string> inputs;  // input port -> "stage.port"
+};
+
+// The optional "run" section; command-line flags override each field.
+struct RunSection {
+  std::optional<std::string> scheduler;
+  std::optional<int> cpu;          // worker threads; 0 = all cores
+  std::optional<std::string> gpu;  // "none" | "all" | a count
+  std::optional<bool> keep_going;
+  std::optional<int> max_in_flight;  // items per source alive at once
+};
+
+struct Workflow {
+  std::filesystem::path file;  // empty for a workflow built in memory
+  int version = format_version;
+  std::string name;
+  std::string description;
+  std::vector<std::filesystem::path> plugin_path;  // resolved against the file's directory
+  std::map<std::string, Json> vars;                // final values
+  std::vector<StageDecl> stages;                   // in document order
+  RunSection run;
+  OrderedJson resolved;  // the whole document after substitution: hashed for provenance
+
+  const StageDecl* stage(std::string_view n) const {
+    for (const auto& s : stages)
+      if (s.name == n) return &s;
+    return nullptr;
+  }
+};
+
+// One --set: "name=value" sets a variable, "stage.param=value" a parameter.
+// The value is read as JSON when it parses as JSON, else as a string.
+struct Override {
+  std::string target;
+  std::string value;
+};
+
+// Reads and checks the document's structure. Throws ValidationError with
+// every problem found (syntax errors stop at the first).
+Workflow load_workflow(const std::filesystem::path& file, const std::vector<Override>& overrides = {});
+Workflow parse_workflow(std::string_view text, const std::string& display_name,
+                        const std::vector<Override>& overrides = {}, const std::filesystem::path& base_dir = {});
+
+}  // namespace flowd::workflow

@@ -1,0 +1,33 @@
+#pragma once
+// The plugin ABI. A plugin is refused unless both numbers agree with the
+// engine's: the version changes when SDK layouts change; the fingerprint
+// catches a plugin built with another standard library or JSON library.
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "flowd/operator.hpp"
+
+namespace flowd {
+
+inline constexpr std::uint32_t abi_version = 1;
+
+inline std::string abi_fingerprint() {
+  std::string s;
+#if defined(_GLIBCXX_USE_CXX11_ABI)
+  s += "libstdc++/cxx11abi=" + std::to_string(_GLIBCXX_USE_CXX11_ABI);
+#elif defined(_LIBCPP_VERSION)
+  s += "libc++";
+#else
+  s += "unknown-stdlib";
+#endif
+  s += ";json=" + std::to_string(NLOHMANN_JSON_VERSION_MAJOR) + "." + std::to_string(NLOHMANN_JSON_VERSION_MINOR);
+  s += ";sizes=" + std::to_string(sizeof(Array)) + "," + std::to_string(sizeof(Table)) + "," +
+       std::to_string(sizeof(Item)) + "," + std::to_string(sizeof(OperatorSpec)) + "," +
+       std::to_string(sizeof(Json)) + "," + std::to_string(sizeof(std::function<void()>));
+  return s;
+}
+
+}  // namespace flowd

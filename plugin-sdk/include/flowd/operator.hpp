@@ -1,0 +1,173 @@
+#pragma once
+// Operators: what a plugin implements. An operator derives from exactly one
+// pattern base (Source, Map, Reduce, Sink); its static spec() declares name,
+// ports and parameters; its constructor receives the validated parameters.
+//
+// Threading contract: Map::cpu may run concurrently on many items, so it must
+// not mutate the operator (it is const). Source and Sink calls are made one
+// at a time per stage. Reduce::merge is called concurrently on different
+// accumulators.
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "flowd/item.hpp"
+#include "flowd/param.hpp"
+#include "flowd/port.hpp"
+
+namespace flowd {
+
+// How a stage relates items to tasks (DESIGN.md, Patterns).
+enum class Pattern : std::uint8_t { source, map, reduce, sink };
+// Where a variant of an operator runs.
+enum class Device : std::uint8_t { cpu, gpu };
+enum class LogLevel : std::uint8_t { debug, info, warning, error };
+
+constexpr std::string_view name_of(Pattern p) noexcept {
+  constexpr std::string_view names[] = {"source", "map", "reduce", "sink"};
+  return names[static_cast<int>(p)];
+}
+constexpr std::string_view name_of(Device d) noexcept { return d == Device::cpu ? "cpu" : "gpu"; }
+
+struct OperatorSpec {
+  std::string name;  // "family.operation", unique across all plugins
+  std::string doc;
+  std::vector<PortSpec> inputs;
+  std::vector<PortSpec> outputs;
+  std::vector<ParamSpec> params;
+  // Expected GPU speedup over one CPU core; seeds the performance model.
+  std::optional<double> speedup_hint;
+  // Filled in by registration from the operator's base class and the
+  // variants it implements; an author never writes these.
+  Pattern pattern = Pattern::map;
+  std::vector<Device> variants;
+
+  std::optional<std::size_t> input_index(std::string_view port) const noexcept { return index(inputs, port); }
+  std::optional<std::size_t> output_index(std::string_view port) const noexcept { return index(outputs, port); }
+  const ParamSpec* param(std::string_view n) const noexcept {
+    for (const auto& p : params)
+      if (p.name == n) return &p;
+    return nullptr;
+  }
+
+private:
+  static std::optional<std::size_t> index(const std::vector<PortSpec>& ports, std::string_view n) noexcept {
+    for (std::size_t i = 0; i < ports.size(); ++i)
+      if (ports[i].name == n) return i;
+    return std::nullopt;
+  }
+};
+
+// What the engine gives every call into an operator.
+class Context {
+public:
+  virtual ~Context() = default;
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  virtual const std::string& stage() const noexcept = 0;  // the stage's name in the workflow
+  virtual const OperatorSpec& spec() const noexcept = 0;
+  virtual Device device() const noexcept = 0;              // the variant being run
+  virtual bool cancelled() const noexcept = 0;             // long loops should poll this
+  virtual void log(LogLevel level, std::string_view message) = 0;
+
+  // The item on an input port; nullptr for an unconnected optional input.
+  virtual const Item* find_input(std::size_t port) const noexcept = 0;
+
+  const Item& input(std::size_t port) const {
+    if (const Item* it = find_input(port)) return *it;
+    throw Error("stage '" + stage() + "': input port " + std::to_string(port) + " has no item");
+  }
+  const Item& input(std::string_view port) const { return input(input_port(port)); }
+  bool has_input(std::string_view port) const { return find_input(input_port(port)) != nullptr; }
+  // Metadata of the first input's item: what outputs inherit by default.
+  const ItemMeta& meta() const { return input(0).meta; }
+
+  void info(std::string_view m) { log(LogLevel::info, m); }
+  void warn(std::string_view m) { log(LogLevel::warning, m); }
+
+protected:
+  Context() = default;
+
+  std::size_t input_port(std::string_view port) const {
+    if (auto i = spec().input_index(port)) return *i;
+    throw Error("operator '" + spec().name + "' has no input port '" + std::string(port) + "'");
+  }
+  std::size_t output_port(std::string_view port) const {
+    if (auto i = spec().output_index(port)) return *i;
+    throw Error("operator '" + spec().name + "' has no output port '" + std::string(port) + "'");
+  }
+};
+
+// Adds emission of items on output ports. An item emitted by a map task
+// inherits the input's metadata unless the operator passes its own.
+class EmitContext : public Context {
+public:
+  virtual void emit(std::size_t port, Item item) = 0;
+
+  void emit(std::string_view port, Item item) { emit(output_port(port), std::move(item)); }
+  void emit(std::string_view port, Value value) { emit(output_port(port), Item{meta(), std::move(value)}); }
+};
+
+class SourceContext : public EmitContext {
+public:
+  // Total number of items this source will emit, when known (for progress).
+  virtual void expect(std::uint64_t total_items) = 0;
+};
+
+using MapContext = EmitContext;
+using ReduceContext = Context;
+
+class SinkContext : public Context {
+public:
+  // Where results came from: workflow hash and text, flowd and plugin
+  // versions, every stage's parameters. Sinks store it with their outputs.
+  virtual const Json& provenance() const noexcept = 0;
+};
+
+class Operator {
+public:
+  virtual ~Operator() = default;
+};
+
+// Produces items. next() is called repeatedly (one call at a time, when the
+// pipeline has room) until it returns false.
+class Source : public Operator {
+public:
+  virtual void open(SourceContext&) {}
+  virtual bool next(SourceContext& ctx) = 0;
+};
+
+// One task per item (or per key-matched tuple of items when there are several
+// inputs). May emit any number of items per output port; a port that is not
+// optional must receive at least one.
+class Map : public Operator {
+public:
+  virtual void cpu(MapContext& ctx) const = 0;
+};
+
+// An associative and commutative reduction of every item on its one input
+// into one output item, as a monoid: each item is lifted into an
+// accumulator, accumulators are merged in any grouping and order (partial
+// accumulators are built in parallel), and the last one is finished.
+class Reduce : public Operator {
+public:
+  virtual Item lift(ReduceContext&, const Item& in) const { return in; }
+  virtual Item merge(ReduceContext& ctx, Item acc, const Item& other) const = 0;
+  virtual Item finish(ReduceContext&, Item acc) const { return acc; }
+};
+
+// Consumes items and writes results. Writes go to temporary names; commit()
+// makes them visible after the whole run succeeded, abort() removes them.
+class Sink : public Operator {
+public:
+  virtual void open(SinkContext&) {}
+  virtual void consume(SinkContext& ctx) = 0;
+  virtual void commit(SinkContext& ctx) = 0;
+  virtual void abort() noexcept = 0;
+};
+
+}  // namespace flowd

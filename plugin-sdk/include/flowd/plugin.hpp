@@ -1,0 +1,99 @@
+#pragma once
+// Declaring a plugin. A plugin's one .cpp that lists its operators writes
+//
+//   FLOWD_PLUGIN("image", "0.1.0", "Basic image operators", Gaussian, Threshold)
+//
+// which exports, through Boost.DLL aliases in the "boostdll" section:
+//   flowd_plugin_abi          std::uint32_t()       the SDK ABI version it was built with
+//   flowd_plugin_fingerprint  const char*()         stdlib/JSON/layout fingerprint
+//   flowd_plugin_manifest     const char*()         the manifest JSON (stable across ABI versions)
+//   flowd_plugin_entry        const PluginDescriptor&()   factories; called only when the ABI matches
+#include <concepts>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <boost/dll/alias.hpp>
+
+#include "flowd/abi.hpp"
+#include "flowd/manifest.hpp"
+#include "flowd/operator.hpp"
+#include "flowd/version.hpp"
+
+namespace flowd {
+
+struct OperatorFactory {
+  OperatorSpec spec;
+  std::function<std::unique_ptr<Operator>(const Params&)> create;
+};
+
+struct PluginDescriptor {
+  std::string name;
+  std::string version;
+  std::string doc;
+  std::vector<OperatorFactory> operators;
+};
+
+template <class Op>
+concept OperatorType = std::derived_from<Op, Operator> && std::constructible_from<Op, const Params&> && requires {
+  { Op::spec() } -> std::convertible_to<OperatorSpec>;
+};
+
+template <OperatorType Op> constexpr Pattern pattern_of() {
+  constexpr int bases = int{std::derived_from<Op, Source>} + int{std::derived_from<Op, Map>} +
+                        int{std::derived_from<Op, Reduce>} + int{std::derived_from<Op, Sink>};
+  static_assert(bases == 1, "an operator derives from exactly one of flowd::Source, Map, Reduce or Sink");
+  if constexpr (std::derived_from<Op, Source>) return Pattern::source;
+  else if constexpr (std::derived_from<Op, Map>) return Pattern::map;
+  else if constexpr (std::derived_from<Op, Reduce>) return Pattern::reduce;
+  else return Pattern::sink;
+}
+
+// The factory for one operator type: its spec with pattern and variants
+// derived from the type, so a declared variant always has code behind it.
+template <OperatorType Op> OperatorFactory make_factory() {
+  OperatorSpec spec = Op::spec();
+  spec.pattern = pattern_of<Op>();
+  spec.variants = {Device::cpu};
+  return {std::move(spec), [](const Params& p) -> std::unique_ptr<Operator> { return std::make_unique<Op>(p); }};
+}
+
+template <OperatorType... Ops> PluginDescriptor make_plugin(std::string name, std::string version, std::string doc) {
+  return {std::move(name), std::move(version), std::move(doc), {make_factory<Ops>()...}};
+}
+
+inline Json manifest_of(const PluginDescriptor& d) {
+  Json j = {{"manifest_version", manifest_version},
+            {"abi", abi_version},
+            {"sdk_version", std::string(version_string)},
+            {"plugin", {{"name", d.name}, {"version", d.version}, {"doc", d.doc}}}};
+  j["operators"] = Json::array();
+  for (const auto& f : d.operators) j["operators"].push_back(to_json(f.spec));
+  return j;
+}
+
+}  // namespace flowd
+
+#define FLOWD_PLUGIN(NAME, VERSION, DOC, ...)                                                             \
+  namespace flowd_plugin_exports {                                                                        \
+  static const ::flowd::PluginDescriptor& descriptor() {                                                  \
+    static const ::flowd::PluginDescriptor d = ::flowd::make_plugin<__VA_ARGS__>(NAME, VERSION, DOC);     \
+    return d;                                                                                             \
+  }                                                                                                       \
+  std::uint32_t abi() { return ::flowd::abi_version; }                                                    \
+  const char* fingerprint() {                                                                             \
+    static const std::string s = ::flowd::abi_fingerprint();                                              \
+    return s.c_str();                                                                                     \
+  }                                                                                                       \
+  const char* manifest() {                                                                                \
+    static const std::string s = ::flowd::manifest_of(descriptor()).dump();                               \
+    return s.c_str();                                                                                     \
+  }                                                                                                       \
+  const ::flowd::PluginDescriptor& entry() { return descriptor(); }                                       \
+  }                                                                                                       \
+  BOOST_DLL_ALIAS(flowd_plugin_exports::abi, flowd_plugin_abi)                                            \
+  BOOST_DLL_ALIAS(flowd_plugin_exports::fingerprint, flowd_plugin_fingerprint)                            \
+  BOOST_DLL_ALIAS(flowd_plugin_exports::manifest, flowd_plugin_manifest)                                  \
+  BOOST_DLL_ALIAS(flowd_plugin_exports::entry, flowd_plugin_entry)
