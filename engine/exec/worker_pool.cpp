@@ -68,23 +68,29 @@ PoolStats WorkerPool::stats() const {
   return stats_;
 }
 
-bool WorkerPool::awake_of_kind(sched::WorkerKind kind, std::size_t except) const {
+bool WorkerPool::any_of_kind(sched::WorkerKind kind, std::size_t except, bool (*pred)(const Slot&)) const {
   for (std::size_t i = 0; i < slots_.size(); ++i)
-    if (i != except && infos_[i].kind == kind && !slots_[i]->sleeping) return true;
+    if (i != except && infos_[i].kind == kind && pred(*slots_[i])) return true;
   return false;
 }
 
+bool WorkerPool::is_awake(const Slot& s) { return s.state == State::awake; }
+bool WorkerPool::is_available(const Slot& s) { return s.state == State::awake && !s.running; }
+bool WorkerPool::is_parked(const Slot& s) { return s.state == State::parked; }
+
 // Wakes up to `count` sleeping workers that have something to run. While
-// tasks are cheap, a sleeper is woken only if no worker of its kind is awake
-// to take the work.
+// tasks are cheap, an idle worker is woken only if no worker of its kind is
+// free to take the work or parked to check on it.
 void WorkerPool::wake_locked(std::size_t count) {
   const bool all = expensive();
+  const std::size_t none = slots_.size();
   for (std::size_t i = 0; i < slots_.size() && count > 0; ++i) {
     Slot& s = *slots_[i];
     const auto kind = infos_[i].kind;
-    if (!s.sleeping || !queue_->has_work_for(kind)) continue;
-    if (!all && awake_of_kind(kind, slots_.size())) continue;
-    s.sleeping = false;
+    if (s.state == State::awake || !queue_->has_work_for(kind)) continue;
+    if (!all && (s.state == State::parked || any_of_kind(kind, none, &is_available) || any_of_kind(kind, none, &is_parked)))
+      continue;
+    s.state = State::awake;
     ++stats_.wakeups;
     s.cv.notify_one();
     --count;
@@ -94,7 +100,7 @@ void WorkerPool::wake_locked(std::size_t count) {
 // A worker is surplus while tasks are cheap, another worker of its kind is
 // awake to take them, and no running task has already outlived the threshold.
 bool WorkerPool::surplus(std::size_t index, Clock::time_point now) const {
-  if (expensive() || !awake_of_kind(infos_[index].kind, index)) return false;
+  if (expensive() || !any_of_kind(infos_[index].kind, index, &is_awake)) return false;
   for (std::size_t i = 0; i < slots_.size(); ++i)
     if (i != index && slots_[i]->running && now - slots_[i]->started > opts_.wake_threshold) return false;
   return true;
@@ -107,17 +113,18 @@ void WorkerPool::notify_idle_locked() {
 sched::TaskPtr WorkerPool::acquire(std::size_t index, std::unique_lock<std::mutex>& lk) {
   Slot& me = *slots_[index];
   const auto& info = infos_[index];
+  auto woken = [&] { return me.state == State::awake || stop_; };
   while (!stop_) {
-    const bool parked = surplus(index, Clock::now());
-    if (!parked)
+    if (surplus(index, Clock::now())) {
+      me.state = State::parked;
+      me.cv.wait_for(lk, opts_.park_recheck, woken);
+    } else {
       if (auto t = queue_->pop(info)) return t;
-    me.sleeping = true;
-    notify_idle_locked();
-    if (parked)
-      me.cv.wait_for(lk, opts_.park_recheck, [&] { return !me.sleeping || stop_; });
-    else
-      me.cv.wait(lk, [&] { return !me.sleeping || stop_; });
-    me.sleeping = false;  // timed out, stopping, or woken
+      me.state = State::idle;
+      notify_idle_locked();
+      me.cv.wait(lk, woken);
+    }
+    me.state = State::awake;
   }
   return nullptr;
 }
@@ -158,7 +165,7 @@ void WorkerPool::loop(std::size_t index) {
     }
     notify_idle_locked();
   }
-  me.sleeping = true;
+  me.state = State::idle;
 }
 
 }  // namespace flowd::exec

@@ -63,9 +63,13 @@ public:
 
 private:
   using Clock = std::chrono::steady_clock;
+  // awake: looking for or running a task. idle: nothing to run, sleeps until
+  // woken. parked: work exists but tasks are cheap and another worker takes
+  // them; re-checks on a timer whether the running task has turned long.
+  enum class State { awake, idle, parked };
   struct Slot {
     std::condition_variable cv;
-    bool sleeping = false;
+    State state = State::awake;
     bool running = false;
     Clock::time_point started{};
   };
@@ -73,7 +77,10 @@ private:
   void loop(std::size_t index);
   sched::TaskPtr acquire(std::size_t index, std::unique_lock<std::mutex>& lk);
   bool surplus(std::size_t index, Clock::time_point now) const;
-  bool awake_of_kind(sched::WorkerKind kind, std::size_t except) const;
+  bool any_of_kind(sched::WorkerKind kind, std::size_t except, bool (*pred)(const Slot&)) const;
+  static bool is_awake(const Slot& s);
+  static bool is_available(const Slot& s);  // awake and not running a task
+  static bool is_parked(const Slot& s);
   void wake_locked(std::size_t count);
   bool expensive() const noexcept { return ewma_ns_ >= static_cast<double>(opts_.wake_threshold.count()); }
   void notify_idle_locked();

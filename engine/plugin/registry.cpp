@@ -131,6 +131,7 @@ void Registry::scan() {
     if (stamp && it != cached.end() && it->second.stamp == *stamp) {
       records_.push_back(std::move(it->second));
     } else {
+      log_.debug("reading the manifest of " + file.string());
       records_.push_back(inspect_plugin(file));
       changed = true;
     }

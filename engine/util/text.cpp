@@ -24,7 +24,11 @@ std::optional<std::string> closest_match(std::string_view word, const std::vecto
   std::optional<std::string> best;
   std::size_t best_d = std::max<std::size_t>(2, word.size() / 3) + 1;
   for (const auto& c : candidates) {
-    const std::size_t d = edit_distance(word, c);
+    std::size_t d = edit_distance(word, c);
+    // A truncated or extended name ("sched", "input" for "in") is a likely
+    // typo even when many letters differ.
+    const bool prefix = word.size() >= 2 && c.size() >= 2 && (c.starts_with(word) || word.starts_with(c));
+    if (prefix) d = std::min(d, std::size_t{1});
     if (d < best_d) best_d = d, best = c;
   }
   return best;
@@ -42,30 +46,6 @@ std::string join(const std::vector<std::string>& parts, std::string_view sep) {
     s += parts[i];
   }
   return s;
-}
-
-bool natural_less(std::string_view a, std::string_view b) {
-  std::size_t i = 0, j = 0;
-  while (i < a.size() && j < b.size()) {
-    if (std::isdigit(static_cast<unsigned char>(a[i])) && std::isdigit(static_cast<unsigned char>(b[j]))) {
-      std::size_t ie = i, je = j;
-      while (ie < a.size() && std::isdigit(static_cast<unsigned char>(a[ie]))) ++ie;
-      while (je < b.size() && std::isdigit(static_cast<unsigned char>(b[je]))) ++je;
-      // Compare the runs as numbers without overflow: strip zeros, then length, then digits.
-      std::size_t is = i, js = j;
-      while (is + 1 < ie && a[is] == '0') ++is;
-      while (js + 1 < je && b[js] == '0') ++js;
-      if (ie - is != je - js) return ie - is < je - js;
-      const int c = a.substr(is, ie - is).compare(b.substr(js, je - js));
-      if (c != 0) return c < 0;
-      if (ie - i != je - j) return ie - i < je - j;  // fewer leading zeros first
-      i = ie, j = je;
-    } else {
-      if (a[i] != b[j]) return a[i] < b[j];
-      ++i, ++j;
-    }
-  }
-  return a.size() - i < b.size() - j;
 }
 
 }  // namespace flowd

@@ -13,7 +13,5 @@ std::optional<std::string> closest_match(std::string_view word, const std::vecto
 // " (did you mean 'x'?)" or "".
 std::string did_you_mean(std::string_view word, const std::vector<std::string>& candidates);
 std::string join(const std::vector<std::string>& parts, std::string_view sep);
-// Orders strings with digit runs compared as numbers: tile/2 < tile/10.
-bool natural_less(std::string_view a, std::string_view b);
 
 }  // namespace flowd

@@ -15,8 +15,15 @@ struct Diagnostic {
 
 class Diagnostics {
 public:
+  Diagnostics() = default;
+  explicit Diagnostics(std::vector<Diagnostic> items) : items_(std::move(items)) {}
   void add(std::string where, std::string message) { items_.push_back({std::move(where), std::move(message)}); }
   bool empty() const noexcept { return items_.empty(); }
+  bool has(std::string_view where) const noexcept {
+    for (const auto& d : items_)
+      if (d.where == where) return true;
+    return false;
+  }
   const std::vector<Diagnostic>& items() const noexcept { return items_; }
 
 private:

@@ -346,7 +346,7 @@ Workflow parse_workflow(std::string_view text, const std::string& display, const
     }
   }
 
-  if (!d.empty()) throw ValidationError(display, d.items());
+  w.problems = d.items();
   doc["vars"] = OrderedJson::parse(Json(w.vars).dump());
   w.resolved = std::move(doc);
   return w;

@@ -1,5 +1,6 @@
 #include "workflow/validate.hpp"
 
+#include <algorithm>
 #include <functional>
 #include <map>
 
@@ -31,7 +32,8 @@ Params resolve_params(const OperatorSpec& spec, const Json& given, const std::st
                                       did_you_mean(name, names) + "; parameters: " + list_or_none(names));
       continue;
     }
-    if (auto problem = p->check(value)) d.add(at + pointer({name}), *problem);
+    // A value already reported (e.g. an undefined variable) is not reported again.
+    if (auto problem = p->check(value); problem && !d.has(at + pointer({name}))) d.add(at + pointer({name}), *problem);
     values[name] = value;
   }
   for (const auto& p : spec.params) {
@@ -44,7 +46,7 @@ Params resolve_params(const OperatorSpec& spec, const Json& given, const std::st
 }
 
 Graph validate(Workflow wf, plugin::Registry& registry) {
-  Diagnostics d;
+  Diagnostics d(wf.problems);
   const std::string file = wf.file.empty() ? wf.name : wf.file.string();
 
   // 1. Operators.
@@ -140,7 +142,9 @@ Graph validate(Workflow wf, plugin::Registry& registry) {
     if (spec->pattern == Pattern::reduce && (spec->inputs.size() != 1 || spec->outputs.size() != 1))
       d.add(pointer({"stages", s.name, "op"}), "reduce operator '" + spec->name + "' must have one input and one output");
   }
-  if (!has_source && d.empty()) d.add("/stages", "no stage is a source, so nothing would run");
+  const bool all_resolved = std::all_of(specs.begin(), specs.end(), [](const auto& kv) { return kv.second != nullptr; });
+  if (!has_source && all_resolved && !wf.stages.empty())
+    d.add("/stages", "no stage is a source (an operator with pattern 'source'), so nothing would run");
   if (!d.empty()) throw ValidationError(file, d.items());
 
   // 5. Instantiate in topological order; operators check their own parameters.

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "flowd/item.hpp"
+#include "workflow/diagnostics.hpp"
 
 namespace flowd::workflow {
 
@@ -44,6 +45,9 @@ struct Workflow {
   std::vector<StageDecl> stages;                   // in document order
   RunSection run;
   OrderedJson resolved;  // the whole document after substitution: hashed for provenance
+  // Problems found while reading that do not stop validation; validate()
+  // reports them with its own, all together.
+  std::vector<Diagnostic> problems;
 
   const StageDecl* stage(std::string_view n) const {
     for (const auto& s : stages)
@@ -59,8 +63,9 @@ struct Override {
   std::string value;
 };
 
-// Reads and checks the document's structure. Throws ValidationError with
-// every problem found (syntax errors stop at the first).
+// Reads and checks the document's structure. Throws ValidationError for a
+// document that cannot be read at all (unreadable file, JSON syntax error);
+// other problems are kept in Workflow::problems for validate() to report.
 Workflow load_workflow(const std::filesystem::path& file, const std::vector<Override>& overrides = {});
 Workflow parse_workflow(std::string_view text, const std::string& display_name,
                         const std::vector<Override>& overrides = {}, const std::filesystem::path& base_dir = {});

@@ -3,6 +3,7 @@
 #include "flowd/array.hpp"
 #include "flowd/error.hpp"
 #include "flowd/item.hpp"
+#include "flowd/keys.hpp"
 #include "flowd/operator.hpp"
 #include "flowd/param.hpp"
 #include "flowd/plugin.hpp"

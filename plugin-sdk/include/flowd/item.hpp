@@ -42,11 +42,11 @@ struct Box {
 };
 
 struct ItemMeta {
-  std::string key;             // hierarchical, e.g. "slide3/tile/12/40"
+  std::string key{};           // hierarchical, e.g. "slide3/tile/12/40"
   std::int64_t version = 0;    // bumped by operators that rewrite a region
   std::int64_t timestamp = 0;  // logical time (frame index of a series), not wall time
-  std::optional<Box> bbox;     // region of the global domain this item covers (halo included)
-  std::optional<Box> core;     // the part this item owns when tiles overlap (halo excluded)
+  std::optional<Box> bbox{};   // region of the global domain this item covers (halo included)
+  std::optional<Box> core{};   // the part this item owns when tiles overlap (halo excluded)
   Json attrs = Json::object(); // small extra metadata, e.g. {"image": "a", "image_shape": [h, w]}
 };
 
@@ -57,8 +57,8 @@ enum class ValueKind : std::uint8_t { none, array, table, json };
 inline ValueKind kind_of(const Value& v) noexcept { return static_cast<ValueKind>(v.index()); }
 
 struct Item {
-  ItemMeta meta;
-  Value value;
+  ItemMeta meta{};
+  Value value{};
 
   const Array& array() const { return get<Array>("an array"); }
   const Table& table() const { return get<Table>("a table"); }

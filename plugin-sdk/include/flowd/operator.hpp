@@ -33,17 +33,17 @@ constexpr std::string_view name_of(Pattern p) noexcept {
 constexpr std::string_view name_of(Device d) noexcept { return d == Device::cpu ? "cpu" : "gpu"; }
 
 struct OperatorSpec {
-  std::string name;  // "family.operation", unique across all plugins
-  std::string doc;
-  std::vector<PortSpec> inputs;
-  std::vector<PortSpec> outputs;
-  std::vector<ParamSpec> params;
+  std::string name{};  // "family.operation", unique across all plugins
+  std::string doc{};
+  std::vector<PortSpec> inputs{};
+  std::vector<PortSpec> outputs{};
+  std::vector<ParamSpec> params{};
   // Expected GPU speedup over one CPU core; seeds the performance model.
-  std::optional<double> speedup_hint;
+  std::optional<double> speedup_hint{};
   // Filled in by registration from the operator's base class and the
   // variants it implements; an author never writes these.
   Pattern pattern = Pattern::map;
-  std::vector<Device> variants;
+  std::vector<Device> variants{};
 
   std::optional<std::size_t> input_index(std::string_view port) const noexcept { return index(inputs, port); }
   std::optional<std::size_t> output_index(std::string_view port) const noexcept { return index(outputs, port); }

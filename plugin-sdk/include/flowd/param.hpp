@@ -26,13 +26,13 @@ constexpr std::string_view name_of(ParamType t) noexcept {
 }
 
 struct ParamSpec {
-  std::string name;
+  std::string name{};
   ParamType type = ParamType::json;
-  std::optional<Json> default_value;  // none: the parameter is required
-  std::optional<double> minimum;      // inclusive, numbers only
-  std::optional<double> maximum;      // inclusive, numbers only
-  std::vector<Json> allowed;          // empty: any value of the type
-  std::string description;
+  std::optional<Json> default_value{};  // none: the parameter is required
+  std::optional<double> minimum{};      // inclusive, numbers only
+  std::optional<double> maximum{};      // inclusive, numbers only
+  std::vector<Json> allowed{};          // empty: any value of the type
+  std::string description{};
 
   static ParamSpec boolean(std::string n, std::optional<bool> def = {}) { return make(std::move(n), ParamType::boolean, def); }
   static ParamSpec integer(std::string n, std::optional<std::int64_t> def = {}) { return make(std::move(n), ParamType::integer, def); }

@@ -25,15 +25,15 @@
 namespace flowd {
 
 struct OperatorFactory {
-  OperatorSpec spec;
-  std::function<std::unique_ptr<Operator>(const Params&)> create;
+  OperatorSpec spec{};
+  std::function<std::unique_ptr<Operator>(const Params&)> create{};
 };
 
 struct PluginDescriptor {
-  std::string name;
-  std::string version;
-  std::string doc;
-  std::vector<OperatorFactory> operators;
+  std::string name{};
+  std::string version{};
+  std::string doc{};
+  std::vector<OperatorFactory> operators{};
 };
 
 template <class Op>

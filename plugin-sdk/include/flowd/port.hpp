@@ -155,9 +155,9 @@ inline std::string describe(const Value& v) {
 }
 
 struct PortSpec {
-  std::string name;
+  std::string name{};
   PortType type = PortType::any();
-  std::string doc;
+  std::string doc{};
   // An optional input may be left unconnected; an optional output may be
   // left unset by a task (the item then produces nothing on that port).
   bool optional = false;

@@ -28,8 +28,8 @@ concept ColumnValue = std::is_same_v<T, std::uint8_t> || std::is_same_v<T, std::
                       std::is_same_v<T, std::string>;
 
 struct Column {
-  std::string name;
-  ColumnData data;
+  std::string name{};
+  ColumnData data{};
 
   ColumnType type() const noexcept { return static_cast<ColumnType>(data.index()); }
   std::size_t size() const noexcept {

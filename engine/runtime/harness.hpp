@@ -1,0 +1,52 @@
+#pragma once
+// Calls one operator directly, without a graph or a scheduler: for plugin
+// tests, for the "direct call" side of the engine-overhead benchmark, and for
+// tools. Parameters are validated exactly as in a workflow.
+#include <atomic>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <vector>
+
+#include "plugin/registry.hpp"
+#include "runtime/carried.hpp"
+#include "util/log.hpp"
+#include "workflow/graph.hpp"
+
+namespace flowd::runtime {
+
+class OperatorHarness {
+public:
+  using Emitted = std::vector<std::pair<std::size_t, Item>>;  // (output port, item)
+
+  // Throws flowd::Error listing parameter problems.
+  OperatorHarness(plugin::OperatorHandle handle, const Json& params, Logger& log, std::string stage = "harness");
+  ~OperatorHarness();
+
+  const OperatorSpec& spec() const noexcept { return node_.spec(); }
+  Operator& op() noexcept { return *node_.op; }
+
+  // Map: one task on the given inputs (one per input port, in port order).
+  Emitted map(std::vector<Item> inputs);
+  // Source: open() then next() until it returns false or `limit` calls.
+  Emitted source(std::size_t limit = std::numeric_limits<std::size_t>::max());
+  // Sink: open() once, consume() per call, then commit() or abort().
+  void consume(std::vector<Item> inputs);
+  void commit();
+  void abort();
+  // Reduce: lift every item, merge left to right, finish.
+  Item reduce(const std::vector<Item>& items);
+
+  Json provenance = Json::object();
+
+private:
+  Tuple tuple_of(std::vector<Item> inputs) const;
+
+  workflow::StageNode node_;
+  Logger& log_;
+  std::atomic<bool> stop_{false};
+  bool source_open_ = false;
+  bool sink_open_ = false;
+};
+
+}  // namespace flowd::runtime

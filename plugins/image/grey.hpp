@@ -1,0 +1,14 @@
+#pragma once
+#include <flowd/flowd.hpp>
+
+namespace flowd::image {
+
+// RGB to luminance (ITU-R BT.601 weights, as OpenCV and the PRNU papers use).
+class Grey final : public Map {
+public:
+  static OperatorSpec spec();
+  explicit Grey(const Params&) {}
+  void cpu(MapContext& ctx) const override;
+};
+
+}  // namespace flowd::image

@@ -1,0 +1,236 @@
+// Operators for testing the engine: deterministic, observable and able to
+// fail on demand. Not installed.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include <algorithm>
+#include <cstdio>
+
+#include <flowd/flowd.hpp>
+
+namespace {
+
+using namespace flowd;
+using Clock = std::chrono::steady_clock;
+
+std::int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
+}
+
+// Appends one line atomically (O_APPEND), so concurrent tasks can share a file.
+void append_line(const std::string& path, const std::string& line) {
+  if (path.empty()) return;
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  if (fd < 0) throw Error("cannot open trace file " + path);
+  const std::string l = line + "\n";
+  [[maybe_unused]] auto n = ::write(fd, l.data(), l.size());
+  ::close(fd);
+}
+
+// Emits `count` items keyed "<prefix>/<i>" (or in reverse), each carrying
+// {"i": i} or, with bytes > 0, a u8 array of that size. Counts how many of its
+// arrays are alive at once and writes the maximum to `alive_report` when the
+// run is over (the operator is destroyed).
+class Count final : public Source {
+public:
+  static OperatorSpec spec() {
+    return {.name = "test.count",
+            .doc = "Emits count items.",
+            .inputs = {},
+            .outputs = {{"out", "any", "items"}},
+            .params = {ParamSpec::integer("count", 10).at_least(0), ParamSpec::string("prefix", "item"),
+                       ParamSpec::integer("bytes", 0).at_least(0), ParamSpec::boolean("reverse", false),
+                       ParamSpec::integer("fail_at", -1), ParamSpec::string("alive_report", ""),
+                       ParamSpec::boolean("announce", true).doc("call expect(count)")}};
+  }
+  explicit Count(const Params& p)
+      : count_(p.get<std::int64_t>("count")), bytes_(p.get<std::int64_t>("bytes")), fail_at_(p.get<std::int64_t>("fail_at")),
+        reverse_(p.get<bool>("reverse")), announce_(p.get<bool>("announce")), prefix_(p.get<std::string>("prefix")),
+        report_(p.get<std::string>("alive_report")), alive_(std::make_shared<Alive>()) {
+    if (fail_at_ >= count_) throw ParamError("fail_at", "fail_at must be below count (" + std::to_string(count_) + ")");
+  }
+  ~Count() override {
+    if (!report_.empty()) {
+      std::ofstream(report_) << alive_->max.load() << "\n";
+    }
+  }
+  void open(SourceContext& ctx) override {
+    if (announce_) ctx.expect(static_cast<std::uint64_t>(count_));
+  }
+  bool next(SourceContext& ctx) override {
+    if (i_ >= count_) return false;
+    const std::int64_t i = reverse_ ? count_ - 1 - i_ : i_;
+    ++i_;
+    if (i == fail_at_) throw Error("test.count: failing at " + std::to_string(i) + " as asked");
+    Item item;
+    item.meta.key = prefix_ + "/" + std::to_string(i);
+    item.meta.attrs["i"] = i;
+    if (bytes_ > 0) {
+      auto alive = alive_;
+      const int now = ++alive->count;
+      for (int m = alive->max.load(); now > m && !alive->max.compare_exchange_weak(m, now);) {
+      }
+      void* mem = ::operator new(static_cast<std::size_t>(bytes_));
+      std::shared_ptr<void> owner(mem, [alive](void* q) {
+        --alive->count;
+        ::operator delete(q);
+      });
+      const std::int64_t shape[] = {bytes_};
+      item.value = Array::adopt(owner, mem, DType::u8, shape);
+    } else {
+      item.value = Json{{"i", i}};
+    }
+    ctx.emit("out", std::move(item));
+    return i_ < count_;
+  }
+
+private:
+  struct Alive {
+    std::atomic<int> count{0};
+    std::atomic<int> max{0};
+  };
+  std::int64_t count_, bytes_, fail_at_;
+  bool reverse_, announce_;
+  std::string prefix_, report_;
+  std::shared_ptr<Alive> alive_;
+  std::int64_t i_ = 0;
+};
+
+// Passes items through; can sleep, fail on a key, emit several or none, emit
+// the wrong type, and record when it ran.
+class Step final : public Map {
+public:
+  static OperatorSpec spec() {
+    return {.name = "test.step",
+            .doc = "Identity with knobs.",
+            .inputs = {{"in", "any", "anything"}},
+            .outputs = {{"out", "any", "the input"}},
+            .params = {ParamSpec::integer("sleep_ms", 0).at_least(0), ParamSpec::string("fail_key", ""),
+                       ParamSpec::integer("copies", 1).at_least(0), ParamSpec::string("trace", ""),
+                       ParamSpec::integer("spin_us", 0).at_least(0)}};
+  }
+  explicit Step(const Params& p)
+      : sleep_ms_(p.get<std::int64_t>("sleep_ms")), spin_us_(p.get<std::int64_t>("spin_us")),
+        copies_(p.get<std::int64_t>("copies")), fail_key_(p.get<std::string>("fail_key")),
+        trace_(p.get<std::string>("trace")) {}
+  void cpu(MapContext& ctx) const override {
+    const Item& in = ctx.input(0);
+    const std::int64_t t0 = now_ns();
+    if (sleep_ms_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(sleep_ms_));
+    if (spin_us_ > 0)
+      for (const auto end = Clock::now() + std::chrono::microseconds(spin_us_); Clock::now() < end;) {
+      }
+    if (!fail_key_.empty() && in.meta.key == fail_key_) throw Error("asked to fail on " + fail_key_);
+    for (std::int64_t c = 0; c < copies_; ++c) {
+      Item out = in;
+      if (copies_ > 1) out.meta.key += "/copy" + std::to_string(c);
+      ctx.emit("out", std::move(out));
+    }
+    append_line(trace_, ctx.stage() + " " + in.meta.key + " " + std::to_string(t0) + " " + std::to_string(now_ns()));
+  }
+
+private:
+  std::int64_t sleep_ms_, spin_us_, copies_;
+  std::string fail_key_, trace_;
+};
+
+// Declares u8 arrays but emits JSON: the engine must catch it.
+class Liar final : public Map {
+public:
+  static OperatorSpec spec() {
+    return {.name = "test.liar", .doc = "Emits the wrong type.", .inputs = {{"in", "any", ""}},
+            .outputs = {{"out", "array<u8,2>", ""}}, .params = {}};
+  }
+  explicit Liar(const Params&) {}
+  void cpu(MapContext& ctx) const override { ctx.emit("out", Value(Json{{"not", "an array"}})); }
+};
+
+// Joins two inputs by key: {"a": a.i, "b": b.i}.
+class Pair final : public Map {
+public:
+  static OperatorSpec spec() {
+    return {.name = "test.pair", .doc = "Two inputs matched by key.",
+            .inputs = {{"a", "json", ""}, {"b", "json", ""}, {"c", "json", "", true}},
+            .outputs = {{"out", "json", ""}}, .params = {}};
+  }
+  explicit Pair(const Params&) {}
+  void cpu(MapContext& ctx) const override {
+    ctx.emit("out", Value(Json{{"a", ctx.input("a").json()["i"]}, {"b", ctx.input("b").json()["i"]},
+                               {"c", ctx.has_input("c")}}));
+  }
+};
+
+// Sums {"i": n} values.
+class SumI final : public Reduce {
+public:
+  static OperatorSpec spec() {
+    return {.name = "test.sum", .doc = "Sum of i.", .inputs = {{"in", "json", ""}}, .outputs = {{"out", "json", ""}},
+            .params = {ParamSpec::integer("sleep_ms", 0).at_least(0)}};
+  }
+  explicit SumI(const Params& p) : sleep_ms_(p.get<std::int64_t>("sleep_ms")) {}
+  Item lift(ReduceContext&, const Item& in) const override {
+    return Item{{}, Value(Json{{"sum", in.json()["i"].get<std::int64_t>()}, {"n", 1}})};
+  }
+  Item merge(ReduceContext&, Item acc, const Item& other) const override {
+    if (sleep_ms_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(sleep_ms_));
+    auto& j = std::get<Json>(acc.value);
+    j["sum"] = j["sum"].get<std::int64_t>() + other.json()["sum"].get<std::int64_t>();
+    j["n"] = j["n"].get<std::int64_t>() + other.json()["n"].get<std::int64_t>();
+    return acc;
+  }
+
+private:
+  std::int64_t sleep_ms_;
+};
+
+// Records every consumed key (and JSON payload) and writes them, one per
+// line, to `path` only on commit: a minimal transactional sink.
+class Record final : public Sink {
+public:
+  static OperatorSpec spec() {
+    return {.name = "test.record", .doc = "Writes consumed keys on commit.", .inputs = {{"in", "any", ""}},
+            .outputs = {},
+            .params = {ParamSpec::string("path"), ParamSpec::boolean("fail_commit", false),
+                       ParamSpec::string("fail_key", ""), ParamSpec::boolean("fail_open", false)}};
+  }
+  explicit Record(const Params& p)
+      : path_(p.get<std::string>("path")), fail_key_(p.get<std::string>("fail_key")),
+        fail_commit_(p.get<bool>("fail_commit")), fail_open_(p.get<bool>("fail_open")) {}
+  void open(SinkContext&) override {
+    if (fail_open_) throw Error("cannot open " + path_ + " (asked to fail)");
+  }
+  void consume(SinkContext& ctx) override {
+    const Item& in = ctx.input(0);
+    if (!fail_key_.empty() && in.meta.key == fail_key_) throw Error("sink asked to fail on " + fail_key_);
+    std::string line = in.meta.key;
+    if (const auto* j = std::get_if<Json>(&in.value)) line += " " + j->dump();
+    lines_.push_back(line);
+    workflow_sha_ = ctx.provenance().value("workflow_sha256", "");
+  }
+  void commit(SinkContext&) override {
+    if (fail_commit_) throw Error("commit refused (asked to fail)");
+    std::sort(lines_.begin(), lines_.end(), [](const std::string& a, const std::string& b) { return key_less(a, b); });
+    std::ofstream out(path_ + ".tmp");
+    for (const auto& l : lines_) out << l << "\n";
+    out.close();
+    std::rename((path_ + ".tmp").c_str(), path_.c_str());
+  }
+  void abort() noexcept override { std::remove((path_ + ".tmp").c_str()); }
+
+private:
+  std::string path_, fail_key_;
+  bool fail_commit_, fail_open_;
+  std::vector<std::string> lines_;
+  std::string workflow_sha_;
+};
+
+}  // namespace
+
+FLOWD_PLUGIN("testops", "1.2.3", "Operators for testing the engine", Count, Step, Liar, Pair, SumI, Record)

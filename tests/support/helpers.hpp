@@ -1,0 +1,72 @@
+#pragma once
+// Shared by the engine tests: scratch directories, quiet logging, running a
+// workflow given as JSON text.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "plugin/registry.hpp"
+#include "runtime/local_run.hpp"
+#include "util/log.hpp"
+#include "workflow/validate.hpp"
+
+namespace flowd::test {
+
+namespace fs = std::filesystem;
+
+// A fresh, empty directory for the running test.
+inline fs::path scratch() {
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  fs::path p = fs::path(FLOWD_TEST_TMP) / info->test_suite_name() / info->name();
+  fs::remove_all(p);
+  fs::create_directories(p);
+  return p;
+}
+
+inline Logger& quiet_log() {
+  static Logger log(stderr, false, LogLevel::error);
+  return log;
+}
+
+inline std::string test_plugins(const char* which) { return std::string(FLOWD_TEST_EXTRA_PLUGINS) + "/" + which; }
+
+inline plugin::Registry registry(std::vector<std::string> dirs, std::optional<fs::path> cache = std::nullopt) {
+  std::vector<plugin::SearchDir> path;
+  for (auto& d : dirs) path.push_back({d, "test", true});
+  plugin::Registry r(path, quiet_log(), plugin::RegistryOptions{cache});
+  r.scan();
+  return r;
+}
+
+inline plugin::Registry default_registry() { return registry({test_plugins("testops"), FLOWD_TEST_PLUGIN_DIR}); }
+
+inline workflow::Graph graph(const std::string& json, std::vector<workflow::Override> sets = {}) {
+  auto reg = default_registry();
+  return workflow::validate(workflow::parse_workflow(json, "test.json", sets), reg);
+}
+
+inline runtime::RunReport run(const std::string& json, runtime::RunOptions opts = {}) {
+  auto g = graph(json);
+  runtime::LocalRun run(g, std::move(opts), quiet_log());
+  return run.execute();
+}
+
+inline std::vector<std::string> lines(const fs::path& p) {
+  std::ifstream in(p);
+  std::vector<std::string> out;
+  for (std::string l; std::getline(in, l);) out.push_back(l);
+  return out;
+}
+
+inline std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace flowd::test
