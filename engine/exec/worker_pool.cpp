@@ -1,5 +1,6 @@
 #include "exec/worker_pool.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 #include <utility>
 
@@ -131,9 +132,11 @@ sched::TaskPtr WorkerPool::acquire(std::size_t index, std::unique_lock<std::mute
 
 void WorkerPool::loop(std::size_t index) {
   Slot& me = *slots_[index];
+  const auto kind_bit = sched::bit(infos_[index].kind);
   sched::TaskEnv env(infos_[index]);
   std::unique_lock lk(m_);
-  while (auto task = acquire(index, lk)) {
+  sched::TaskPtr task = acquire(index, lk);
+  while (task) {
     ++running_;
     me.running = true;
     me.started = Clock::now();
@@ -150,20 +153,35 @@ void WorkerPool::loop(std::size_t index) {
     const auto end = Clock::now();
 
     lk.lock();
-    const double ns = static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(end - me.started).count());
+    // Samples are clamped at 4x the threshold: one preempted task cannot flip
+    // the pool into waking everyone, while a run of long tasks still does.
+    const double cap = 4.0 * static_cast<double>(opts_.wake_threshold.count());
+    const double ns = std::min(cap, static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(end - me.started).count()));
     ewma_ns_ += (ns - ewma_ns_) * 0.125;
     me.running = false;
     --running_;
     ++stats_.tasks_run;
+
+    sched::TaskPtr next;
     auto& spawned = env.spawned();
     if (!spawned.empty()) {
-      const std::size_t n = spawned.size();
-      for (auto& t : spawned) queue_->push(std::move(t));
+      std::size_t first = 0;
+      if (opts_.continuation && !stop_ && (spawned.front()->runs_on & kind_bit)) {
+        next = std::move(spawned.front());
+        first = 1;
+      }
+      for (std::size_t i = first; i < spawned.size(); ++i) queue_->push(std::move(spawned[i]));
+      const std::size_t queued = spawned.size() - first;
       spawned.clear();
-      // This worker takes one of them itself.
-      if (n > 1) wake_locked(n - 1);
+      // Without a continuation this worker takes one of the queued tasks itself.
+      if (queued > (next ? 0u : 1u)) wake_locked(next ? queued : queued - 1);
     }
-    notify_idle_locked();
+    if (next) {
+      task = std::move(next);  // still counted: no unlock before ++running_
+    } else {
+      notify_idle_locked();
+      task = acquire(index, lk);
+    }
   }
   me.state = State::idle;
 }

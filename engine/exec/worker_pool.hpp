@@ -3,7 +3,8 @@
 // ready queue and run.
 //
 // Idle workers block (no spinning). A worker that finishes a task pushes the
-// tasks it made ready and pops its next one under a single lock acquisition.
+// tasks it made ready and takes its next one under a single lock acquisition,
+// preferring a task its last one made ready (PoolOptions::continuation).
 // Extra workers are woken only while recent tasks are expensive enough to be
 // worth it (PoolOptions::wake_threshold): for sub-microsecond tasks one
 // worker drains a central queue faster than several contending for it, so
@@ -29,6 +30,10 @@ struct PoolOptions {
   // How often a parked surplus worker re-checks whether the running task has
   // turned out long, so a slow task never strands queued work.
   std::chrono::microseconds park_recheck{200};
+  // Locality on CPUs: a worker runs the first task its last task made ready
+  // next, without the queue, so an item goes through its stages on one core
+  // while its data is hot; the other ready tasks join the queue in order.
+  bool continuation = true;
 };
 
 struct PoolStats {

@@ -91,7 +91,7 @@ struct RunState {
 
   // --- sources -------------------------------------------------------------
   void schedule_source(StageState& s);
-  void run_source(StageState& s);
+  void run_source(StageState& s, sched::TaskEnv& env);
   CreditPtr take_credit(StageState& s) {
     s.window->in_flight.fetch_add(1);
     return std::make_shared<Credit>([this, &s] {
@@ -102,21 +102,27 @@ struct RunState {
   }
 
   // --- routing (all *_locked run under m) ------------------------------------
-  void route_locked(StageState& from, Emitted& out, const std::vector<CreditPtr>& credits);
-  void deliver_locked(StageState& to, std::size_t port, const CarriedPtr& c, const std::string& from);
-  void dispatch_locked(StageState& s, Tuple t);
-  void task_done_locked(StageState& s) {
-    --s.active;
-    maybe_close_locked(s);
+  // Tasks made ready inside a running task go to its worker (env), which runs
+  // one of them next; elsewhere (main thread, credit returns) to the pool.
+  void submit(sched::TaskPtr t, sched::TaskEnv* env) {
+    if (env) env->spawn(std::move(t));
+    else pool->submit(std::move(t));
   }
-  void maybe_close_locked(StageState& s);
+  void route_locked(StageState& from, Emitted& out, const std::vector<CreditPtr>& credits, sched::TaskEnv* env);
+  void deliver_locked(StageState& to, std::size_t port, const CarriedPtr& c, const std::string& from, sched::TaskEnv* env);
+  void dispatch_locked(StageState& s, Tuple t, sched::TaskEnv* env);
+  void task_done_locked(StageState& s, sched::TaskEnv* env) {
+    --s.active;
+    maybe_close_locked(s, env);
+  }
+  void maybe_close_locked(StageState& s, sched::TaskEnv* env);
   void fail_locked(StageState& s, const std::string& key, const std::string& message);
 
   // --- tasks ---------------------------------------------------------------
-  void run_map(StageState& s, Tuple& t);
-  void run_sink(StageState& s);
-  void run_reduce(StageState& s, Tuple& t);
-  void run_finalize(StageState& s);
+  void run_map(StageState& s, Tuple& t, sched::TaskEnv& env);
+  void run_sink(StageState& s, sched::TaskEnv& env);
+  void run_reduce(StageState& s, Tuple& t, sched::TaskEnv& env);
+  void run_finalize(StageState& s, sched::TaskEnv& env);
 
   Progress progress_locked() const;
   bool stuck_locked() const;
@@ -157,7 +163,7 @@ void RunState::schedule_source(StageState& s) {
   pool->submit(std::make_unique<StageTask>(*this, s, StageTask::Kind::source));
 }
 
-void RunState::run_source(StageState& s) {
+void RunState::run_source(StageState& s, sched::TaskEnv& env) {
   SourceWindow& w = *s.window;
   SourceContextImpl ctx(*s.node, nullptr, log, stopping);
   bool more = false;
@@ -188,12 +194,12 @@ void RunState::run_source(StageState& s) {
       Emitted one;
       one.items().emplace_back(port, std::move(item));
       w.emitted.fetch_add(1);
-      route_locked(s, one, {take_credit(s)});
+      route_locked(s, one, {take_credit(s)}, &env);
     }
     s.tasks_done.fetch_add(1);
     if (!more || stopping.load()) {
       w.exhausted = true;
-      maybe_close_locked(s);
+      maybe_close_locked(s, &env);
     }
   }
   w.scheduled = false;
@@ -203,17 +209,18 @@ void RunState::run_source(StageState& s) {
 // ---------------------------------------------------------------------------
 // Routing
 
-void RunState::route_locked(StageState& from, Emitted& out, const std::vector<CreditPtr>& credits) {
+void RunState::route_locked(StageState& from, Emitted& out, const std::vector<CreditPtr>& credits, sched::TaskEnv* env) {
   for (auto& [port, item] : out.items()) {
     auto c = std::make_shared<const Carried>(Carried{std::move(item), credits});
     from.items_out.fetch_add(1);
     const std::string origin = from.name() + "." + from.node->spec().outputs[port].name;
-    for (const auto& ref : from.node->consumers[port]) deliver_locked(stages[ref.stage], ref.port, c, origin);
+    for (const auto& ref : from.node->consumers[port]) deliver_locked(stages[ref.stage], ref.port, c, origin, env);
   }
   out.items().clear();
 }
 
-void RunState::deliver_locked(StageState& to, std::size_t port, const CarriedPtr& c, const std::string& from) {
+void RunState::deliver_locked(StageState& to, std::size_t port, const CarriedPtr& c, const std::string& from,
+                              sched::TaskEnv* env) {
   const PortSpec& in = to.node->spec().inputs[port];
   const std::string& key = c->item.meta.key;
   if (!in.type.accepts(c->item.value)) {
@@ -225,7 +232,7 @@ void RunState::deliver_locked(StageState& to, std::size_t port, const CarriedPtr
   if (to.node->connected_inputs() == 1) {
     Tuple t{key, std::vector<CarriedPtr>(nports)};
     t.ports[port] = c;
-    dispatch_locked(to, std::move(t));
+    dispatch_locked(to, std::move(t), env);
     return;
   }
   Tuple& slot = to.joins[key];
@@ -243,26 +250,26 @@ void RunState::deliver_locked(StageState& to, std::size_t port, const CarriedPtr
     if (to.node->inputs[p] && !slot.ports[p]) return;
   Tuple ready = std::move(slot);
   to.joins.erase(key);
-  dispatch_locked(to, std::move(ready));
+  dispatch_locked(to, std::move(ready), env);
 }
 
-void RunState::dispatch_locked(StageState& s, Tuple t) {
+void RunState::dispatch_locked(StageState& s, Tuple t, sched::TaskEnv* env) {
   if (stopping.load()) return;
   switch (s.pattern()) {
     case Pattern::map:
       ++s.active;
-      pool->submit(std::make_unique<StageTask>(*this, s, StageTask::Kind::map, std::move(t)));
+      submit(std::make_unique<StageTask>(*this, s, StageTask::Kind::map, std::move(t)), env);
       return;
     case Pattern::reduce:
       ++s.active;
-      pool->submit(std::make_unique<StageTask>(*this, s, StageTask::Kind::reduce, std::move(t)));
+      submit(std::make_unique<StageTask>(*this, s, StageTask::Kind::reduce, std::move(t)), env);
       return;
     case Pattern::sink:
       s.backlog.push_back(std::move(t));
       if (!s.sink_busy) {
         s.sink_busy = true;
         ++s.active;
-        pool->submit(std::make_unique<StageTask>(*this, s, StageTask::Kind::sink));
+        submit(std::make_unique<StageTask>(*this, s, StageTask::Kind::sink), env);
       }
       return;
     case Pattern::source:
@@ -270,7 +277,7 @@ void RunState::dispatch_locked(StageState& s, Tuple t) {
   }
 }
 
-void RunState::maybe_close_locked(StageState& s) {
+void RunState::maybe_close_locked(StageState& s, sched::TaskEnv* env) {
   if (s.closed) return;
   if (s.pattern() == Pattern::source) {
     if (!s.window->exhausted.load()) return;
@@ -281,7 +288,7 @@ void RunState::maybe_close_locked(StageState& s) {
     if (!s.finalizing && !stopping.load()) {
       s.finalizing = true;
       ++s.active;
-      pool->submit(std::make_unique<StageTask>(*this, s, StageTask::Kind::finalize));
+      submit(std::make_unique<StageTask>(*this, s, StageTask::Kind::finalize), env);
     }
     return;
   }
@@ -306,7 +313,7 @@ void RunState::maybe_close_locked(StageState& s) {
     for (const auto& ref : port_consumers) {
       StageState& c = stages[ref.stage];
       --c.open_upstream;
-      maybe_close_locked(c);
+      maybe_close_locked(c, env);
     }
   if (closed_count == stages.size()) cv.notify_all();
 }
@@ -331,7 +338,7 @@ void RunState::fail_locked(StageState& s, const std::string& key, const std::str
 // ---------------------------------------------------------------------------
 // Tasks
 
-void RunState::run_map(StageState& s, Tuple& t) {
+void RunState::run_map(StageState& s, Tuple& t, sched::TaskEnv& env) {
   MapContextImpl ctx(*s.node, &t, log, stopping);
   std::string error;
   bool ran = false;
@@ -349,13 +356,13 @@ void RunState::run_map(StageState& s, Tuple& t) {
     s.busy_ns.fetch_add(ns_since(t0));
   }
   std::lock_guard lk(m);
-  if (ran) route_locked(s, ctx.out, t.credits());
+  if (ran) route_locked(s, ctx.out, t.credits(), &env);
   else if (!error.empty()) fail_locked(s, t.key, error);
   s.tasks_done.fetch_add(1);
-  task_done_locked(s);
+  task_done_locked(s, &env);
 }
 
-void RunState::run_sink(StageState& s) {
+void RunState::run_sink(StageState& s, sched::TaskEnv& env) {
   Tuple t;
   {
     std::lock_guard lk(m);
@@ -380,14 +387,14 @@ void RunState::run_sink(StageState& s) {
   s.tasks_done.fetch_add(1);
   if (stopping.load()) s.backlog.clear();
   if (!s.backlog.empty()) {
-    pool->submit(std::make_unique<StageTask>(*this, s, StageTask::Kind::sink));  // stays active and busy
+    submit(std::make_unique<StageTask>(*this, s, StageTask::Kind::sink), &env);  // stays active and busy
     return;
   }
   s.sink_busy = false;
-  task_done_locked(s);
+  task_done_locked(s, &env);
 }
 
-void RunState::run_reduce(StageState& s, Tuple& t) {
+void RunState::run_reduce(StageState& s, Tuple& t, sched::TaskEnv& env) {
   std::string error;
   if (!stopping.load()) {
     ReduceContextImpl ctx(*s.node, &t, log, stopping);
@@ -420,10 +427,10 @@ void RunState::run_reduce(StageState& s, Tuple& t) {
   std::lock_guard lk(m);
   if (!error.empty()) fail_locked(s, t.key, error);
   s.tasks_done.fetch_add(1);
-  task_done_locked(s);
+  task_done_locked(s, &env);
 }
 
-void RunState::run_finalize(StageState& s) {
+void RunState::run_finalize(StageState& s, sched::TaskEnv& env) {
   std::vector<Item> parts;
   {
     std::lock_guard lk(m);
@@ -452,19 +459,19 @@ void RunState::run_finalize(StageState& s) {
   }
   std::lock_guard lk(m);
   if (!error.empty()) fail_locked(s, s.name(), error);
-  route_locked(s, out, {});
+  route_locked(s, out, {}, &env);
   s.finalized = true;
   s.tasks_done.fetch_add(1);
-  task_done_locked(s);
+  task_done_locked(s, &env);
 }
 
-void StageTask::run(sched::TaskEnv&) {
+void StageTask::run(sched::TaskEnv& env) {
   switch (kind_) {
-    case Kind::source: st_.run_source(s_); break;
-    case Kind::map: st_.run_map(s_, tuple_); break;
-    case Kind::sink: st_.run_sink(s_); break;
-    case Kind::reduce: st_.run_reduce(s_, tuple_); break;
-    case Kind::finalize: st_.run_finalize(s_); break;
+    case Kind::source: st_.run_source(s_, env); break;
+    case Kind::map: st_.run_map(s_, tuple_, env); break;
+    case Kind::sink: st_.run_sink(s_, env); break;
+    case Kind::reduce: st_.run_reduce(s_, tuple_, env); break;
+    case Kind::finalize: st_.run_finalize(s_, env); break;
   }
 }
 
@@ -582,7 +589,7 @@ RunReport LocalRun::execute(const Tick& tick, std::chrono::milliseconds interval
   {
     std::lock_guard lk(st.m);
     for (auto& s : st.stages)
-      if (s.pattern() != Pattern::source && s.open_upstream == 0) st.maybe_close_locked(s);
+      if (s.pattern() != Pattern::source && s.open_upstream == 0) st.maybe_close_locked(s, nullptr);
   }
   for (auto& s : st.stages)
     if (s.window) st.schedule_source(s);

@@ -1,5 +1,6 @@
 #pragma once
 #include <flowd/flowd.hpp>
+#include <flowd/opencv.hpp>
 
 namespace flowd::image {
 
@@ -7,7 +8,7 @@ namespace flowd::image {
 class Grey final : public Map {
 public:
   static OperatorSpec spec();
-  explicit Grey(const Params&) {}
+  explicit Grey(const Params&) { use_one_opencv_thread(); }
   void cpu(MapContext& ctx) const override;
 };
 

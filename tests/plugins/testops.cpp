@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <mutex>
@@ -217,10 +218,13 @@ public:
   void commit(SinkContext&) override {
     if (fail_commit_) throw Error("commit refused (asked to fail)");
     std::sort(lines_.begin(), lines_.end(), [](const std::string& a, const std::string& b) { return key_less(a, b); });
+    const std::filesystem::path target(path_);
+    if (target.has_parent_path()) std::filesystem::create_directories(target.parent_path());
     std::ofstream out(path_ + ".tmp");
     for (const auto& l : lines_) out << l << "\n";
     out.close();
-    std::rename((path_ + ".tmp").c_str(), path_.c_str());
+    if (!out) throw Error("cannot write " + path_ + ".tmp");
+    if (std::rename((path_ + ".tmp").c_str(), path_.c_str()) != 0) throw Error("cannot rename to " + path_);
   }
   void abort() noexcept override { std::remove((path_ + ".tmp").c_str()); }
 

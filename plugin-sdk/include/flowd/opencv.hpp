@@ -1,11 +1,22 @@
 #pragma once
 // Zero-copy bridges between flowd::Array and cv::Mat for plugins that use
 // OpenCV. Arrays are (rows, cols) or (rows, cols, channels), channels <= 4.
+#include <mutex>
+
 #include <opencv2/core.hpp>
 
 #include "flowd/array.hpp"
 
 namespace flowd {
+
+// flowd runs one task per worker and owns the cores. OpenCV's own thread pool
+// inside a task would start workers x OpenCV-threads threads and slow the run
+// (measured in docs/benchmarks.md), so operators that call OpenCV call this
+// from their constructor.
+inline void use_one_opencv_thread() {
+  static std::once_flag once;
+  std::call_once(once, [] { cv::setNumThreads(1); });
+}
 
 inline int cv_depth(DType t) {
   switch (t) {

@@ -1,0 +1,235 @@
+// The flowd command line, run as a user would: exit codes, messages, outputs.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <thread>
+
+#include "support/helpers.hpp"
+
+namespace fs = std::filesystem;
+using flowd::test::scratch;
+using flowd::test::slurp;
+
+namespace {
+
+struct Result {
+  int code = -1;
+  std::string out, err;
+};
+
+std::string quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+// Runs flowd in `cwd` with the test plugins on the path and a private cache.
+Result flowd_cmd(const fs::path& cwd, const std::vector<std::string>& args, const std::string& env = "") {
+  std::string cmd = "cd " + quote(cwd.string()) + " && env FLOWD_CACHE_DIR=" + quote((cwd / ".cache").string()) +
+                    " FLOWD_PLUGIN_PATH=" + quote(flowd::test::test_plugins("testops")) + " " + env + " " +
+                    quote(FLOWD_BINARY);
+  for (const auto& a : args) cmd += " " + quote(a);
+  cmd += " >" + quote((cwd / "stdout.txt").string()) + " 2>" + quote((cwd / "stderr.txt").string());
+  const int status = std::system(cmd.c_str());
+  Result r;
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = slurp(cwd / "stdout.txt");
+  r.err = slurp(cwd / "stderr.txt");
+  return r;
+}
+
+void write(const fs::path& p, const std::string& text) { std::ofstream(p) << text; }
+
+std::string chain(const std::string& step_params, int count = 20) {
+  return R"({
+  "version": 1,
+  "vars": {"output": "out/chain", "n": )" + std::to_string(count) + R"(},
+  "stages": {
+    "src":  {"op": "test.count", "params": {"count": "${n}"}},
+    "step": {"op": "test.step", "inputs": {"in": "src.out"}, "params": {)" + step_params + R"(}},
+    "sink": {"op": "test.record", "inputs": {"in": "step.out"}, "params": {"path": "${output}.txt"}}
+  }
+})";
+}
+
+bool contains(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
+
+// Every file under `dir` whose name marks it as a temporary.
+std::vector<std::string> temporaries(const fs::path& dir) {
+  std::vector<std::string> t;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    if (contains(e.path().filename().string(), "flowd-tmp") || e.path().extension() == ".tmp") t.push_back(e.path());
+  return t;
+}
+
+}  // namespace
+
+TEST(Cli, VersionHelpAndUsageErrors) {
+  const auto dir = scratch();
+  auto v = flowd_cmd(dir, {"--version"});
+  EXPECT_EQ(v.code, 0);
+  EXPECT_TRUE(contains(v.out, "flowd 0.1.0 (plugin ABI 1)")) << v.out;
+  auto h = flowd_cmd(dir, {"--help"});
+  EXPECT_EQ(h.code, 0);
+  EXPECT_TRUE(contains(h.out, "Exit codes")) << h.out;
+  EXPECT_EQ(flowd_cmd(dir, {}).code, 1);
+  EXPECT_EQ(flowd_cmd(dir, {"--bogus"}).code, 1);
+  auto bad = flowd_cmd(dir, {"run", "x.json", "--cpu", "many"});
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_TRUE(contains(bad.err, "cpu")) << bad.err;
+  EXPECT_EQ(flowd_cmd(dir, {"run", "--help"}).code, 0);
+}
+
+TEST(Cli, PluginsListsOperatorsVersionsFilesAndRefusals) {
+  const auto dir = scratch();
+  auto r = flowd_cmd(dir, {"plugins", "-P", flowd::test::test_plugins("wrongabi")});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "testops 1.2.3")) << r.out;
+  EXPECT_TRUE(contains(r.out, "flowd-testops.so")) << r.out;
+  EXPECT_TRUE(contains(r.out, "test.step")) << r.out;
+  EXPECT_TRUE(contains(r.out, "image.gaussian")) << r.out;
+  EXPECT_TRUE(contains(r.out, "Refused:")) << r.out;
+  EXPECT_TRUE(contains(r.out, "built for flowd plugin ABI 999")) << r.out;
+  auto j = flowd_cmd(dir, {"plugins", "--json"});
+  EXPECT_EQ(j.code, 0);
+  const auto doc = flowd::Json::parse(j.out);
+  EXPECT_FALSE(doc["plugins"].empty());
+}
+
+TEST(Cli, InspectShowsPortsParametersAndDocs) {
+  const auto dir = scratch();
+  auto r = flowd_cmd(dir, {"inspect", "image.gaussian"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  for (const char* s : {"Operator      image.gaussian", "Pattern       map", "Variants      cpu", "Inputs", "Outputs",
+                        "sigma", "float in [0.1, 100]", "default 1.5", "standard deviation in pixels"})
+    EXPECT_TRUE(contains(r.out, s)) << s << "\n" << r.out;
+  auto p = flowd_cmd(dir, {"inspect", "testops"});
+  EXPECT_EQ(p.code, 0);
+  EXPECT_TRUE(contains(p.out, "test.record")) << p.out;
+  auto j = flowd_cmd(dir, {"inspect", "test.count", "--json"});
+  EXPECT_EQ(flowd::Json::parse(j.out)["pattern"], "source");
+  auto u = flowd_cmd(dir, {"inspect", "image.gausian"});
+  EXPECT_EQ(u.code, 2);
+  EXPECT_TRUE(contains(u.err, "did you mean 'image.gaussian'?")) << u.err;
+}
+
+TEST(Cli, ValidateReportsEveryProblemWithPointers) {
+  const auto dir = scratch();
+  write(dir / "good.json", chain(""));
+  auto g = flowd_cmd(dir, {"validate", "good.json"});
+  EXPECT_EQ(g.code, 0) << g.err;
+  EXPECT_TRUE(contains(g.out, "valid; 3 stages")) << g.out;
+
+  write(dir / "syntax.json", "{\n  \"version\": 1,\n  \"stages\": {\n    \"a\": {\"op\" \"test.count\"}\n  }\n}\n");
+  auto s = flowd_cmd(dir, {"validate", "syntax.json"});
+  EXPECT_EQ(s.code, 2);
+  EXPECT_TRUE(contains(s.err, "syntax.json:4:")) << s.err;
+
+  write(dir / "bad.json", chain(R"("sleep_ms": -1, "colour": 1)"));
+  auto b = flowd_cmd(dir, {"validate", "bad.json", "--set", "n=-3"});
+  EXPECT_EQ(b.code, 2);
+  EXPECT_TRUE(contains(b.err, "3 problems in bad.json")) << b.err;
+  EXPECT_TRUE(contains(b.err, "/stages/step/params/sleep_ms: expected int >= 0, got -1")) << b.err;
+  EXPECT_TRUE(contains(b.err, "/stages/step/params/colour: operator 'test.step' has no parameter 'colour'")) << b.err;
+  EXPECT_TRUE(contains(b.err, "/stages/src/params/count: expected int >= 0, got -3")) << b.err;
+
+  auto m = flowd_cmd(dir, {"validate", "missing.json"});
+  EXPECT_EQ(m.code, 2);
+  EXPECT_TRUE(contains(m.err, "missing.json: cannot open missing.json")) << m.err;
+}
+
+TEST(Cli, RunWritesOutputsAndReportsStages) {
+  const auto dir = scratch();
+  write(dir / "wf.json", chain(R"("sleep_ms": 1)"));
+  auto r = flowd_cmd(dir, {"wf.json", "--cpu", "2", "--set", "n=12"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(flowd::test::lines(dir / "out" / "chain.txt").size(), 12u);
+  EXPECT_TRUE(contains(r.err, "finished; outputs written")) << r.err;
+  EXPECT_TRUE(contains(r.err, "12 source items")) << r.err;
+  EXPECT_TRUE(temporaries(dir / "out").empty());
+}
+
+TEST(Cli, AFailingTaskExits3AndWritesNothing) {
+  const auto dir = scratch();
+  write(dir / "wf.json", chain(R"("fail_key": "item/5")"));
+  auto r = flowd_cmd(dir, {"run", "wf.json"});
+  EXPECT_EQ(r.code, 3);
+  EXPECT_TRUE(contains(r.err, "stage 'step' failed on item 'item/5': asked to fail on item/5")) << r.err;
+  EXPECT_TRUE(contains(r.err, "no output was written")) << r.err;
+  EXPECT_FALSE(fs::exists(dir / "out" / "chain.txt"));
+  if (fs::exists(dir / "out")) {
+    EXPECT_TRUE(temporaries(dir / "out").empty());
+  }
+}
+
+TEST(Cli, KeepGoingExits4AndWritesTheRest) {
+  const auto dir = scratch();
+  write(dir / "wf.json", chain(R"("fail_key": "item/5")"));
+  auto r = flowd_cmd(dir, {"run", "wf.json", "--keep-going"});
+  EXPECT_EQ(r.code, 4);
+  EXPECT_EQ(flowd::test::lines(dir / "out" / "chain.txt").size(), 19u);
+  EXPECT_TRUE(contains(r.err, "1 failed item(s)")) << r.err;
+}
+
+TEST(Cli, BadPluginsAreNamedWhenTheWorkflowNeedsThem) {
+  const auto dir = scratch();
+  fs::create_directories(dir / "broken");
+  std::ofstream(dir / "broken" / "flowd-broken.so") << "\x7f" "ELF but not really";
+  write(dir / "future.json", R"({"version": 1, "stages": {"a": {"op": "future.op"}}})");
+  auto abi = flowd_cmd(dir, {"validate", "future.json", "-P", flowd::test::test_plugins("wrongabi"), "-P", "broken"});
+  EXPECT_EQ(abi.code, 2);
+  EXPECT_TRUE(contains(abi.err, "/stages/a/op: operator 'future.op' is in ")) << abi.err;
+  EXPECT_TRUE(contains(abi.err, "flowd-wrongabi.so, which was refused: built for flowd plugin ABI 999")) << abi.err;
+  EXPECT_TRUE(contains(abi.err, "flowd-broken.so: refused: not a valid shared library")) << abi.err;
+
+  write(dir / "dup.json", chain(""));
+  auto dup = flowd_cmd(dir, {"validate", "dup.json", "-P", flowd::test::test_plugins("dup")});
+  EXPECT_EQ(dup.code, 2);
+  EXPECT_TRUE(contains(dup.err, "operator 'test.step' is provided by more than one plugin")) << dup.err;
+
+  write(dir / "nope.json", chain(""));
+  auto missing_dir = flowd_cmd(dir, {"validate", "nope.json", "-P", "no/such/dir"});
+  EXPECT_EQ(missing_dir.code, 2);
+  EXPECT_TRUE(contains(missing_dir.err, "'no/such/dir' (from --plugin-path) does not exist")) << missing_dir.err;
+}
+
+TEST(Cli, WithAWarmCacheOnlyThePluginsInUseAreOpened) {
+  const auto dir = scratch();
+  write(dir / "wf.json", chain(""));
+  auto cold = flowd_cmd(dir, {"validate", "wf.json", "-v"});
+  ASSERT_EQ(cold.code, 0) << cold.err;
+  EXPECT_TRUE(contains(cold.err, "reading the manifest of")) << cold.err;
+  auto warm = flowd_cmd(dir, {"validate", "wf.json", "-v"});
+  ASSERT_EQ(warm.code, 0) << warm.err;
+  EXPECT_FALSE(contains(warm.err, "reading the manifest of")) << warm.err;
+  EXPECT_TRUE(contains(warm.err, "opened plugin ")) << warm.err;
+  EXPECT_TRUE(contains(warm.err, "flowd-testops.so")) << warm.err;
+  EXPECT_FALSE(contains(warm.err, "flowd-image.so")) << warm.err;
+}
+
+TEST(Cli, CtrlCStopsCleanlyWithExit130AndNoOutput) {
+  const auto dir = scratch();
+  write(dir / "wf.json", chain(R"("sleep_ms": 50)", 400));
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::chdir(dir.c_str());
+    ::setenv("FLOWD_PLUGIN_PATH", flowd::test::test_plugins("testops").c_str(), 1);
+    ::setenv("FLOWD_CACHE_DIR", (dir / ".cache").c_str(), 1);
+    ::freopen((dir / "stderr.txt").c_str(), "w", stderr);
+    ::execl(FLOWD_BINARY, FLOWD_BINARY, "run", "wf.json", "--cpu", "2", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  ::kill(pid, SIGINT);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 130);
+  const auto err = slurp(dir / "stderr.txt");
+  EXPECT_TRUE(contains(err, "interrupted")) << err;
+  EXPECT_FALSE(fs::exists(dir / "out" / "chain.txt"));
+}

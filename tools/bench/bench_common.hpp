@@ -1,0 +1,77 @@
+#pragma once
+// Small helpers shared by the benchmark drivers: timing and medians.
+#include <algorithm>
+#include <sys/resource.h>
+#if __has_include(<valgrind/callgrind.h>)
+#include <valgrind/callgrind.h>
+#define FLOWD_HAVE_CALLGRIND 1
+#endif
+
+#include <chrono>
+#include <thread>
+#include <vector>
+
+namespace flowd::bench {
+
+using Clock = std::chrono::steady_clock;
+
+inline double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// CPU seconds used by the whole process (every thread, user + system). On a
+// shared virtual machine it excludes time the host gave to other tenants.
+inline double process_cpu_seconds() {
+  rusage u{};
+  ::getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
+
+// Wall and CPU time of one measured section.
+struct Timing {
+  double wall = 0;
+  double cpu = 0;
+};
+
+// Under `valgrind --tool=callgrind --collect-atstart=no`, instructions are
+// counted only inside measure(): deterministic, whatever else the machine does.
+template <class F> Timing measure(F&& f) {
+  const double c0 = process_cpu_seconds();
+  const auto t0 = Clock::now();
+#ifdef FLOWD_HAVE_CALLGRIND
+  CALLGRIND_START_INSTRUMENTATION;
+#endif
+  f();
+#ifdef FLOWD_HAVE_CALLGRIND
+  CALLGRIND_STOP_INSTRUMENTATION;
+#endif
+  return {seconds_since(t0), process_cpu_seconds() - c0};
+}
+
+// How much of a second core this machine gives right now: the time of a fixed
+// amount of arithmetic on one thread divided by the time of the same amount on
+// each of two threads at once (1.0: two real cores; 0.5: one core's worth).
+// Shared cloud machines vary; every parallel result should be read with it.
+inline double parallel_efficiency() {
+  auto work = [] {
+    volatile double x = 1.0;
+    for (long i = 0; i < 100'000'000; ++i) x = x * 1.0000001 + 1e-9;
+  };
+  auto t0 = Clock::now();
+  work();
+  const double one = seconds_since(t0);
+  t0 = Clock::now();
+  std::thread a(work), b(work);
+  a.join();
+  b.join();
+  return one / seconds_since(t0);
+}
+
+inline double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n == 0 ? 0 : (n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]));
+}
+
+}  // namespace flowd::bench
