@@ -21,7 +21,18 @@ std::string variants(const OperatorSpec& s) {
   return join(v, ",");
 }
 
-std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+// The first sentence (or line) of a doc string, for one-line listings.
+std::string summary(const std::string& s) {
+  std::size_t end = s.find('\n');
+  for (std::size_t i = 0; i + 1 < s.size() && i < end; ++i)
+    if (s[i] == '.' && s[i + 1] == ' ') {
+      end = i;
+      break;
+    }
+  std::string out = s.substr(0, end);
+  if (!out.empty() && out.back() == '.') out.pop_back();
+  return out;
+}
 
 std::string pad(std::string s, std::size_t n) {
   if (s.size() < n) s.append(n - s.size(), ' ');
@@ -33,24 +44,6 @@ struct ListOptions {
   bool json = false;
   std::string name;
 };
-
-int parse(const Args& args, po::options_description& desc, const char* usage, bool positional) {
-  po::positional_options_description pos;
-  if (positional) pos.add("name", 1);
-  po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(desc).positional(pos).run(), vm);
-    if (vm.count("help")) {
-      std::cout << usage << "\n\n" << desc << "\n";
-      return exit_ok;
-    }
-    po::notify(vm);
-  } catch (const po::error& e) {
-    std::cerr << "flowd: " << e.what() << "\n" << usage << "\n";
-    return exit_usage;
-  }
-  return -1;
-}
 
 void add_options(po::options_description& d, ListOptions& o) {
   d.add_options()
@@ -91,7 +84,8 @@ int cmd_plugins(const Args& args) {
   ListOptions o;
   po::options_description desc("Options");
   add_options(desc, o);
-  if (int rc = parse(args, desc, "usage: flowd plugins [options]", false); rc >= 0) return rc;
+  po::variables_map vm;
+  if (auto rc = parse_command(args, desc, "usage: flowd plugins [options]", "name", vm)) return *rc;
   Logger log = Logger::to_stderr(o.json ? LogLevel::error : LogLevel::warning);
   try {
     auto reg = make_registry(o.plugins, log);
@@ -115,11 +109,14 @@ int cmd_plugins(const Args& args) {
       std::cout << "\n" << r.name << " " << r.version << "  " << r.doc << "\n  " << r.path.string() << "\n";
       for (const auto& s : r.operators) {
         std::cout << "    " << pad(s.name, 26) << pad(std::string(name_of(s.pattern)), 8) << pad(variants(s), 9)
-                  << first_line(s.doc) << "\n";
+                  << summary(s.doc) << "\n";
         ++ops;
       }
     }
-    std::cout << "\n" << ops << " operators in " << (reg.plugins().size()) << " plugin files\n";
+    std::size_t usable = 0;
+    for (const auto& r : reg.plugins()) usable += !r.refused;
+    std::cout << "\n" << ops << (ops == 1 ? " operator" : " operators") << " in " << usable
+              << (usable == 1 ? " plugin" : " plugins") << "\n";
     bool any_refused = false;
     for (const auto& r : reg.plugins())
       if (r.refused) {
@@ -139,7 +136,8 @@ int cmd_inspect(const Args& args) {
   po::options_description desc("Options");
   desc.add_options()("name", po::value(&o.name)->required(), "operator or plugin name");
   add_options(desc, o);
-  if (int rc = parse(args, desc, "usage: flowd inspect OPERATOR|PLUGIN [options]", true); rc >= 0) return rc;
+  po::variables_map vm;
+  if (auto rc = parse_command(args, desc, "usage: flowd inspect OPERATOR|PLUGIN [options]", "name", vm)) return *rc;
   Logger log = Logger::to_stderr(LogLevel::error);
   try {
     auto reg = make_registry(o.plugins, log);
@@ -157,7 +155,7 @@ int cmd_inspect(const Args& args) {
       std::cout << "Plugin        " << r.name << " " << r.version << "\nFile          " << r.path.string()
                 << "\nSDK           " << r.manifest.value("sdk_version", "?") << " (ABI " << r.abi << ")\n\n"
                 << r.doc << "\n\nOperators\n";
-      for (const auto& s : r.operators) std::cout << "  " << pad(s.name, 26) << first_line(s.doc) << "\n";
+      for (const auto& s : r.operators) std::cout << "  " << pad(s.name, 26) << summary(s.doc) << "\n";
       return exit_ok;
     }
     std::cerr << "flowd: " << reg.explain(o.name) << "\n";

@@ -49,24 +49,6 @@ std::vector<workflow::Override> overrides(const std::vector<std::string>& sets) 
   return out;
 }
 
-// Parses; returns an exit code to stop with, or -1 to continue.
-int parse(const Args& args, po::options_description& desc, const char* usage, po::variables_map& vm) {
-  po::positional_options_description pos;
-  pos.add("workflow", 1);
-  try {
-    po::store(po::command_line_parser(args).options(desc).positional(pos).run(), vm);
-    if (vm.count("help")) {
-      std::cout << usage << "\n\n" << desc << "\n";
-      return exit_ok;
-    }
-    po::notify(vm);
-  } catch (const po::error& e) {
-    std::cerr << "flowd: " << e.what() << "\n" << usage << "\n(see --help)\n";
-    return exit_usage;
-  }
-  return -1;
-}
-
 Logger make_logger(const CommonOptions& o) {
   return Logger::to_stderr(o.quiet ? LogLevel::warning : (o.verbose ? LogLevel::debug : LogLevel::info));
 }
@@ -86,7 +68,7 @@ int cmd_validate(const Args& args) {
   desc.add_options()("workflow", po::value(&o.workflow)->required(), "workflow JSON file");
   add_common(desc, o);
   po::variables_map vm;
-  if (int rc = parse(args, desc, "usage: flowd validate WORKFLOW.json [options]", vm); rc >= 0) return rc;
+  if (auto rc = parse_command(args, desc, "usage: flowd validate WORKFLOW.json [options]", "workflow", vm)) return *rc;
   Logger log = make_logger(o);
   try {
     const auto g = load_graph(o, log);
@@ -116,7 +98,7 @@ int cmd_run(const Args& args, const std::vector<std::string>& full_command_line)
       ("no-progress", po::bool_switch(&no_progress), "no progress line or progress log lines");
   add_common(desc, o);
   po::variables_map vm;
-  if (int rc = parse(args, desc, "usage: flowd [run] WORKFLOW.json [options]", vm); rc >= 0) return rc;
+  if (auto rc = parse_command(args, desc, "usage: flowd [run] WORKFLOW.json [options]", "workflow", vm)) return *rc;
   if (vm.count("cpu") && cpu < 0) {
     std::cerr << "flowd: --cpu must be >= 0\n";
     return exit_usage;

@@ -32,12 +32,14 @@ std::string ProgressView::line(const runtime::Progress& p) const {
       s += ", ETA " + seconds(eta);
     }
   }
-  s += " |";
+  // Only the stages doing something: what is running now, and failures.
+  std::string running, failed;
   for (const auto& st : p.stages) {
-    s += " " + st.name + " " + std::to_string(st.tasks_done);
-    if (st.running) s += "+" + std::to_string(st.running);
-    if (st.failures) s += " (" + std::to_string(st.failures) + " failed)";
+    if (st.running) running += (running.empty() ? "" : ", ") + st.name + " " + std::to_string(st.running);
+    if (st.failures) failed += (failed.empty() ? "" : ", ") + st.name + " " + std::to_string(st.failures);
   }
+  if (!running.empty()) s += " | running: " + running;
+  if (!failed.empty()) s += " | failed: " + failed;
   return s;
 }
 

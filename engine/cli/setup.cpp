@@ -1,7 +1,9 @@
 #include "cli/setup.hpp"
 
 #include <cstdlib>
+#include <iostream>
 
+#include "cli/exit_codes.hpp"
 #include "util/fs.hpp"
 
 namespace flowd::cli {
@@ -38,6 +40,26 @@ plugin::Registry make_registry(const PluginOptions& opts, Logger& log, const std
   r.scan();
   for (const auto& p : r.problems()) log.warn(p);
   return r;
+}
+
+std::optional<int> parse_command(const std::vector<std::string>& args,
+                                 const boost::program_options::options_description& desc, const char* usage,
+                                 const char* positional, boost::program_options::variables_map& vm) {
+  namespace po = boost::program_options;
+  po::positional_options_description pos;
+  pos.add(positional, 1);
+  try {
+    po::store(po::command_line_parser(args).options(desc).positional(pos).run(), vm);
+    if (vm.count("help")) {
+      std::cout << usage << "\n\n" << desc << "\n";
+      return exit_ok;
+    }
+    po::notify(vm);
+  } catch (const po::error& e) {
+    std::cerr << "flowd: " << e.what() << "\n" << usage << "\n(see --help)\n";
+    return exit_usage;
+  }
+  return std::nullopt;
 }
 
 }  // namespace flowd::cli

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include <boost/program_options.hpp>
+
 #include "plugin/registry.hpp"
 #include "util/log.hpp"
 
@@ -22,5 +24,12 @@ std::vector<plugin::SearchDir> search_path(const PluginOptions& opts,
 
 plugin::Registry make_registry(const PluginOptions& opts, Logger& log,
                                const std::vector<std::filesystem::path>& workflow_path = {});
+
+// Parses one sub-command's arguments (`positional` names the option that
+// takes the first bare argument). Returns the exit code to stop with after
+// --help or a usage error, or nullopt to go on.
+std::optional<int> parse_command(const std::vector<std::string>& args,
+                                 const boost::program_options::options_description& desc, const char* usage,
+                                 const char* positional, boost::program_options::variables_map& vm);
 
 }  // namespace flowd::cli

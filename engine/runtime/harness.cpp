@@ -41,9 +41,11 @@ OperatorHarness::Emitted OperatorHarness::source(std::size_t limit) {
   if (!source_open_) {
     src.open(ctx);
     source_open_ = true;
+    if (ctx.expected) expected_ = ctx.expected;
   }
   for (std::size_t i = 0; i < limit && src.next(ctx); ++i) {
   }
+  if (ctx.expected) expected_ = ctx.expected;
   return std::move(ctx.out.items());
 }
 

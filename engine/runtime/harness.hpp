@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "plugin/registry.hpp"
@@ -30,6 +31,8 @@ public:
   Emitted map(std::vector<Item> inputs);
   // Source: open() then next() until it returns false or `limit` calls.
   Emitted source(std::size_t limit = std::numeric_limits<std::size_t>::max());
+  // What the source last announced with expect(), if anything.
+  std::optional<std::uint64_t> expected() const noexcept { return expected_; }
   // Sink: open() once, consume() per call, then commit() or abort().
   void consume(std::vector<Item> inputs);
   void commit();
@@ -46,6 +49,7 @@ private:
   Logger& log_;
   std::atomic<bool> stop_{false};
   bool source_open_ = false;
+  std::optional<std::uint64_t> expected_;
   bool sink_open_ = false;
 };
 

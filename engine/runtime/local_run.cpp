@@ -20,9 +20,23 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// What a caught exception says about which item failed: an ItemError names
+// it; anything else is charged to the task's own item.
+std::string failed_key(const std::exception& e, const std::string& task_key) {
+  if (const auto* ie = dynamic_cast<const ItemError*>(&e)) return ie->key();
+  return task_key;
+}
+
 std::int64_t ns_since(Clock::time_point t0) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count();
 }
+
+// How a call into an operator ended.
+struct Outcome {
+  bool ok = false;
+  std::string error;  // what() of the exception, when not ok
+  std::string key;    // the item it failed on
+};
 
 // A source's window of items alive in the pipeline. Touched without the run
 // lock: credits return from whatever thread drops the last item.
@@ -61,6 +75,25 @@ struct StageState {
 
   Pattern pattern() const noexcept { return node->spec().pattern; }
   const std::string& name() const noexcept { return node->name; }
+
+  // Calls into the operator, counting it as running and its time as busy,
+  // and turns an exception into a failure charged to `key` (or to the key an
+  // ItemError names).
+  template <class F> Outcome call(const std::string& key, F&& f) {
+    Outcome o{false, {}, key};
+    const auto t0 = Clock::now();
+    running.fetch_add(1);
+    try {
+      f();
+      o.ok = true;
+    } catch (const std::exception& e) {
+      o.error = e.what();
+      o.key = failed_key(e, key);
+    }
+    running.fetch_sub(1);
+    busy_ns.fetch_add(ns_since(t0));
+    return o;
+  }
 };
 
 }  // namespace
@@ -167,28 +200,22 @@ void RunState::run_source(StageState& s, sched::TaskEnv& env) {
   SourceWindow& w = *s.window;
   SourceContextImpl ctx(*s.node, nullptr, log, stopping);
   bool more = false;
-  std::string error;
+  Outcome o{true, {}, {}};
   if (!stopping.load()) {
     auto& source = static_cast<Source&>(*s.node->op);
-    const auto t0 = Clock::now();
-    s.running.fetch_add(1);
-    try {
+    o = s.call(s.name(), [&] {
       if (!w.opened) {
         w.opened = true;
         source.open(ctx);
       }
       more = source.next(ctx);
-    } catch (const std::exception& e) {
-      error = e.what();
-      more = opts.keep_going;  // a source advances before it throws, so it may go on
-    }
-    s.running.fetch_sub(1);
-    s.busy_ns.fetch_add(ns_since(t0));
+    });
+    if (!o.ok) more = opts.keep_going;  // a source advances before it throws, so it may go on
   }
   {
     std::lock_guard lk(m);
     if (ctx.expected) w.expected = ctx.expected;
-    if (!error.empty()) fail_locked(s, s.name(), error);
+    if (!o.ok) fail_locked(s, o.key, o.error);
     // Each emitted item takes its own credit.
     for (auto& [port, item] : ctx.out.items()) {
       Emitted one;
@@ -340,24 +367,15 @@ void RunState::fail_locked(StageState& s, const std::string& key, const std::str
 
 void RunState::run_map(StageState& s, Tuple& t, sched::TaskEnv& env) {
   MapContextImpl ctx(*s.node, &t, log, stopping);
-  std::string error;
-  bool ran = false;
-  if (!stopping.load()) {
-    const auto t0 = Clock::now();
-    s.running.fetch_add(1);
-    try {
+  Outcome o;
+  if (!stopping.load())
+    o = s.call(t.key, [&] {
       static_cast<const Map&>(*s.node->op).cpu(ctx);
       ctx.out.check_required(*s.node);
-      ran = true;
-    } catch (const std::exception& e) {
-      error = e.what();
-    }
-    s.running.fetch_sub(1);
-    s.busy_ns.fetch_add(ns_since(t0));
-  }
+    });
   std::lock_guard lk(m);
-  if (ran) route_locked(s, ctx.out, t.credits(), &env);
-  else if (!error.empty()) fail_locked(s, t.key, error);
+  if (o.ok) route_locked(s, ctx.out, t.credits(), &env);
+  else if (!o.error.empty()) fail_locked(s, o.key, o.error);
   s.tasks_done.fetch_add(1);
   task_done_locked(s, &env);
 }
@@ -369,21 +387,13 @@ void RunState::run_sink(StageState& s, sched::TaskEnv& env) {
     t = std::move(s.backlog.front());
     s.backlog.pop_front();
   }
-  std::string error;
+  Outcome o{true, {}, {}};
   if (!stopping.load()) {
     SinkContextImpl ctx(*s.node, &t, log, stopping, opts.provenance);
-    const auto t0 = Clock::now();
-    s.running.fetch_add(1);
-    try {
-      static_cast<Sink&>(*s.node->op).consume(ctx);
-    } catch (const std::exception& e) {
-      error = e.what();
-    }
-    s.running.fetch_sub(1);
-    s.busy_ns.fetch_add(ns_since(t0));
+    o = s.call(t.key, [&] { static_cast<Sink&>(*s.node->op).consume(ctx); });
   }
   std::lock_guard lk(m);
-  if (!error.empty()) fail_locked(s, t.key, error);
+  if (!o.ok) fail_locked(s, o.key, o.error);
   s.tasks_done.fetch_add(1);
   if (stopping.load()) s.backlog.clear();
   if (!s.backlog.empty()) {
@@ -395,13 +405,11 @@ void RunState::run_sink(StageState& s, sched::TaskEnv& env) {
 }
 
 void RunState::run_reduce(StageState& s, Tuple& t, sched::TaskEnv& env) {
-  std::string error;
+  Outcome o{true, {}, {}};
   if (!stopping.load()) {
     ReduceContextImpl ctx(*s.node, &t, log, stopping);
     const auto& op = static_cast<const Reduce&>(*s.node->op);
-    const auto t0 = Clock::now();
-    s.running.fetch_add(1);
-    try {
+    o = s.call(t.key, [&] {
       Item acc = op.lift(ctx, t.ports[0]->item);
       // Merge with whatever partials are free until none is left, then park
       // ours: partials stay as few as the reducers running at once.
@@ -411,21 +419,17 @@ void RunState::run_reduce(StageState& s, Tuple& t, sched::TaskEnv& env) {
           std::lock_guard lk(m);
           if (s.partials.empty()) {
             s.partials.push_back(std::move(acc));
-            break;
+            return;
           }
           other = std::move(s.partials.back());
           s.partials.pop_back();
         }
         acc = op.merge(ctx, std::move(acc), other);
       }
-    } catch (const std::exception& e) {
-      error = e.what();
-    }
-    s.running.fetch_sub(1);
-    s.busy_ns.fetch_add(ns_since(t0));
+    });
   }
   std::lock_guard lk(m);
-  if (!error.empty()) fail_locked(s, t.key, error);
+  if (!o.ok) fail_locked(s, o.key, o.error);
   s.tasks_done.fetch_add(1);
   task_done_locked(s, &env);
 }
@@ -440,25 +444,21 @@ void RunState::run_finalize(StageState& s, sched::TaskEnv& env) {
   Tuple none{s.name(), {}};
   ReduceContextImpl ctx(*s.node, &none, log, stopping);
   Emitted out;
-  std::string error;
+  Outcome o{true, {}, {}};
   if (parts.empty()) {
     log.warn("[" + s.name() + "] received no items, so it produces nothing");
   } else if (!stopping.load()) {
     const auto& op = static_cast<const Reduce&>(*s.node->op);
-    const auto t0 = Clock::now();
-    try {
+    o = s.call(s.name(), [&] {
       Item acc = std::move(parts.front());
       for (std::size_t i = 1; i < parts.size(); ++i) acc = op.merge(ctx, std::move(acc), parts[i]);
       Item result = op.finish(ctx, std::move(acc));
       if (result.meta.key.empty()) result.meta.key = s.name();
       out.add(*s.node, 0, std::move(result));
-    } catch (const std::exception& e) {
-      error = e.what();
-    }
-    s.busy_ns.fetch_add(ns_since(t0));
+    });
   }
   std::lock_guard lk(m);
-  if (!error.empty()) fail_locked(s, s.name(), error);
+  if (!o.ok) fail_locked(s, o.key, o.error);
   route_locked(s, out, {}, &env);
   s.finalized = true;
   s.tasks_done.fetch_add(1);
@@ -519,27 +519,29 @@ bool RunState::stuck_locked() const {
   return true;
 }
 
+// Sinks commit in stage order; they abort in reverse order, so a sink that
+// made a directory another sink wrote into removes it after that one is gone.
 void RunState::finish_sinks(RunReport& report) {
-  const bool commit = report.status == RunStatus::succeeded || report.status == RunStatus::completed_with_failures;
-  for (auto& s : stages) {
-    if (s.pattern() != Pattern::sink) continue;
-    auto& sink = static_cast<Sink&>(*s.node->op);
-    if (!commit) {
-      sink.abort();
-      continue;
-    }
+  std::vector<StageState*> sinks;
+  for (auto& s : stages)
+    if (s.pattern() == Pattern::sink) sinks.push_back(&s);
+  auto abort_from = [&](std::size_t first) {
+    for (std::size_t i = sinks.size(); i-- > first;) static_cast<Sink&>(*sinks[i]->node->op).abort();
+  };
+  if (report.status != RunStatus::succeeded && report.status != RunStatus::completed_with_failures) {
+    abort_from(0);
+    return;
+  }
+  for (std::size_t i = 0; i < sinks.size(); ++i) {
+    StageState& s = *sinks[i];
     SinkContextImpl ctx(*s.node, nullptr, log, stopping, opts.provenance);
     try {
-      sink.commit(ctx);
+      static_cast<Sink&>(*s.node->op).commit(ctx);
     } catch (const std::exception& e) {
       report.status = RunStatus::failed;
       report.error = "stage '" + s.name() + "' could not commit its output: " + e.what();
       log.error(report.error);
-      sink.abort();
-      // Sinks not committed yet are aborted too; ones already committed stay.
-      for (auto& rest : stages)
-        if (&rest != &s && rest.pattern() == Pattern::sink && rest.node->index > s.node->index)
-          static_cast<Sink&>(*rest.node->op).abort();
+      abort_from(i);  // this one and the ones not committed yet; those committed stay
       return;
     }
   }
@@ -578,8 +580,7 @@ RunReport LocalRun::execute(const Tick& tick, std::chrono::milliseconds interval
       report.status = RunStatus::failed;
       report.error = "stage '" + s.name() + "' could not open its output: " + e.what();
       st.log.error(report.error);
-      for (auto& o : st.stages)
-        if (o.pattern() == Pattern::sink) static_cast<Sink&>(*o.node->op).abort();
+      st.finish_sinks(report);  // status failed: every sink aborts, in reverse order
       report.final = st.progress_locked();
       return report;
     }

@@ -1,5 +1,6 @@
 #include "util/log.hpp"
 
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <ctime>
@@ -64,8 +65,15 @@ void Logger::clear_status_locked() {
   if (tty_ && !status_.empty()) std::fputs("\r\033[K", out_);
 }
 
+// A status line longer than the terminal would wrap, and "\r, clear line"
+// would then leave its first part behind: it is cut to the terminal's width.
 void Logger::draw_status_locked() {
-  if (tty_ && !status_.empty()) std::fputs(status_.c_str(), out_);
+  if (!tty_ || status_.empty()) return;
+  winsize ws{};
+  std::size_t width = 0;
+  if (::ioctl(::fileno(out_), TIOCGWINSZ, &ws) == 0) width = ws.ws_col;
+  if (width > 1 && status_.size() >= width) std::fprintf(out_, "%.*s", static_cast<int>(width - 1), status_.c_str());
+  else std::fputs(status_.c_str(), out_);
 }
 
 }  // namespace flowd

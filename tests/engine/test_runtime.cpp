@@ -169,6 +169,7 @@ TEST(Runtime, ASourceFailureIsNamedAndKeepGoingContinuesPastIt) {
   EXPECT_EQ(r.status, RunStatus::failed);
   ASSERT_EQ(r.failures.size(), 1u);
   EXPECT_EQ(r.failures[0].stage, "src");
+  EXPECT_EQ(r.failures[0].key, "item/3");  // an ItemError names the item a source was making
   EXPECT_NE(r.failures[0].message.find("failing at 3"), std::string::npos);
   runtime::RunOptions o = workers(2);
   o.keep_going = true;

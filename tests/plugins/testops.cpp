@@ -69,7 +69,7 @@ public:
     if (i_ >= count_) return false;
     const std::int64_t i = reverse_ ? count_ - 1 - i_ : i_;
     ++i_;
-    if (i == fail_at_) throw Error("test.count: failing at " + std::to_string(i) + " as asked");
+    if (i == fail_at_) throw ItemError(prefix_ + "/" + std::to_string(i), "test.count: failing at " + std::to_string(i) + " as asked");
     Item item;
     item.meta.key = prefix_ + "/" + std::to_string(i);
     item.meta.attrs["i"] = i;

@@ -25,4 +25,15 @@ private:
   std::string param_;
 };
 
+// A failure that belongs to one item, reported under its key. Sources throw
+// it: the engine cannot know which item a failed next() was making.
+class ItemError : public Error {
+public:
+  ItemError(std::string key, const std::string& message) : Error(message), key_(std::move(key)) {}
+  const std::string& key() const noexcept { return key_; }
+
+private:
+  std::string key_;
+};
+
 }  // namespace flowd

@@ -1,0 +1,10 @@
+// The io plugin: image, tile and HDF5 sources and sinks (docs/plugins/io.md).
+#include "flowd/plugin.hpp"
+#include "read_hdf5.hpp"
+#include "read_images.hpp"
+#include "read_tiles.hpp"
+#include "write_hdf5.hpp"
+#include "write_image.hpp"
+
+FLOWD_PLUGIN("io", "0.1.0", "Image, tile and HDF5 input/output", flowd::io::ReadImages, flowd::io::ReadTiles,
+             flowd::io::WriteImage, flowd::io::WriteHdf5, flowd::io::ReadHdf5)

@@ -1,0 +1,337 @@
+#include "synthetic.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <random>
+#include <utility>
+#include <vector>
+
+#include "flowd/error.hpp"
+
+namespace flowd::io {
+
+namespace {
+
+constexpr std::string_view valid_generators = "blobs";
+constexpr std::string_view valid_keys = "width, height, count, seed";
+constexpr int max_side = 65536;
+constexpr std::int64_t max_count = 1'000'000;
+
+// splitmix64's finaliser: decorrelates seeds that differ in a few bits.
+constexpr std::uint64_t mix64(std::uint64_t x) noexcept {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+// Transforms of std::mt19937_64 written out here because the standard
+// distributions are allowed to differ between standard libraries.
+class Random {
+public:
+  explicit Random(std::uint64_t seed) : engine_(seed) {}
+
+  std::uint64_t bits() { return engine_(); }
+  // [0, 1) with 53 random bits.
+  double uniform() { return static_cast<double>(engine_() >> 11) * 0x1.0p-53; }
+  double uniform(double lo, double hi) { return lo + (hi - lo) * uniform(); }
+  // Irwin-Hall with 12 terms: mean 0, variance 1, tails cut at +-6, and only
+  // additions, so no libm function whose last bit may vary is involved.
+  double normal() {
+    double s = 0.0;
+    for (int i = 0; i < 12; ++i) s += uniform();
+    return s - 6.0;
+  }
+  // A uniformly distributed unit vector by rejection, again without libm.
+  std::pair<double, double> direction() {
+    for (;;) {
+      const double x = uniform(-1.0, 1.0), y = uniform(-1.0, 1.0);
+      const double r2 = x * x + y * y;
+      if (r2 > 1e-4 && r2 <= 1.0) {
+        const double r = std::sqrt(r2);
+        return {x / r, y / r};
+      }
+    }
+  }
+
+private:
+  std::mt19937_64 engine_;
+};
+
+std::uint8_t to_u8(double v) noexcept { return static_cast<std::uint8_t>(std::clamp(v, 0.0, 255.0) + 0.5); }
+std::uint8_t clamp_u8(int v) noexcept { return static_cast<std::uint8_t>(std::clamp(v, 0, 255)); }
+
+double smoothstep(double t) noexcept { return t * t * (3.0 - 2.0 * t); }
+
+// Two octaves of value noise in [0, 1] mixing a near-white and an eosin-pink
+// tone: the uneven staining and empty areas of a real field.
+void paint_background(cv::Mat& img, Random& rng) {
+  struct Octave {
+    int cell;
+    double weight;
+    int grid_w = 0;
+    std::vector<double> grid{};  // (rows/cell + 2) x (cols/cell + 2) lattice values
+    std::vector<int> x0{};       // lattice column left of each pixel column
+    std::vector<double> wx{};    // smoothed weight of the right lattice column
+    std::vector<double> row{};   // lattice interpolated vertically for the current pixel row
+  };
+  Octave octaves[] = {{256, 0.65}, {64, 0.35}};
+  const int w = img.cols, h = img.rows;
+  for (auto& o : octaves) {
+    o.grid_w = w / o.cell + 2;
+    const int grid_h = h / o.cell + 2;
+    o.grid.resize(static_cast<std::size_t>(o.grid_w) * static_cast<std::size_t>(grid_h));
+    for (auto& g : o.grid) g = rng.uniform();
+    o.x0.resize(static_cast<std::size_t>(w));
+    o.wx.resize(static_cast<std::size_t>(w));
+    for (int x = 0; x < w; ++x) {
+      o.x0[static_cast<std::size_t>(x)] = x / o.cell;
+      o.wx[static_cast<std::size_t>(x)] = smoothstep((x % o.cell + 0.5) / o.cell);
+    }
+    o.row.resize(static_cast<std::size_t>(o.grid_w));
+  }
+  const double light[3] = {246.0, 232.0, 240.0};
+  const double pink[3] = {228.0, 160.0, 200.0};
+  for (int y = 0; y < h; ++y) {
+    for (auto& o : octaves) {
+      const std::size_t gy = static_cast<std::size_t>(y / o.cell);
+      const double ty = smoothstep((y % o.cell + 0.5) / o.cell);
+      const double* top = &o.grid[gy * static_cast<std::size_t>(o.grid_w)];
+      const double* bottom = top + o.grid_w;
+      for (int gx = 0; gx < o.grid_w; ++gx) o.row[static_cast<std::size_t>(gx)] = top[gx] * (1.0 - ty) + bottom[gx] * ty;
+    }
+    std::uint8_t* p = img.ptr<std::uint8_t>(y);
+    for (int x = 0; x < w; ++x) {
+      double f = 0.0;
+      for (const auto& o : octaves) {
+        const auto i = static_cast<std::size_t>(x);
+        const auto g = static_cast<std::size_t>(o.x0[i]);
+        f += o.weight * (o.row[g] * (1.0 - o.wx[i]) + o.row[g + 1] * o.wx[i]);
+      }
+      for (int c = 0; c < 3; ++c) p[3 * x + c] = to_u8(light[c] + (pink[c] - light[c]) * f);
+    }
+  }
+}
+
+struct Nucleus {
+  double cx, cy;      // centre, pixels
+  double a, b;        // semi-axes, a >= b
+  double cos_t, sin_t;  // orientation of the a axis
+  double c2, s2, c3, s3;  // 2nd and 3rd boundary harmonics: the irregular outline
+  int colour[3];
+  double opacity;
+  std::uint64_t salt;  // seeds the chromatin texture
+};
+
+std::vector<Nucleus> place_nuclei(int w, int h, Random& rng) {
+  const std::int64_t area = static_cast<std::int64_t>(w) * h;
+  const std::int64_t n = std::max<std::int64_t>(1, (area + 800) / 1600);
+  std::vector<Nucleus> out;
+  out.reserve(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) {
+    Nucleus k{};
+    const double d = std::clamp(15.0 + 4.5 * rng.normal(), 8.0, 30.0);
+    k.a = d / 2.0;
+    k.b = std::max(4.0, k.a * rng.uniform(0.6, 1.0));
+    if (!out.empty() && rng.uniform() < 0.3) {
+      // A neighbour of the previous nucleus, at about the sum of the radii:
+      // touching or slightly overlapping, as in crowded tissue.
+      const Nucleus& prev = out.back();
+      const auto [dx, dy] = rng.direction();
+      const double dist = (prev.a + k.a) * rng.uniform(0.75, 1.0);
+      k.cx = prev.cx + dx * dist;
+      k.cy = prev.cy + dy * dist;
+    } else {
+      k.cx = rng.uniform(0.0, w);
+      k.cy = rng.uniform(0.0, h);
+    }
+    std::tie(k.cos_t, k.sin_t) = rng.direction();
+    k.c2 = rng.uniform(-0.10, 0.10);
+    k.s2 = rng.uniform(-0.10, 0.10);
+    k.c3 = rng.uniform(-0.07, 0.07);
+    k.s3 = rng.uniform(-0.07, 0.07);
+    const double shade = 10.0 * rng.normal();
+    k.colour[0] = static_cast<int>(to_u8(72.0 + shade));
+    k.colour[1] = static_cast<int>(to_u8(42.0 + 0.6 * shade));
+    k.colour[2] = static_cast<int>(to_u8(118.0 + 0.8 * shade));
+    k.opacity = rng.uniform(0.85, 0.97);
+    k.salt = rng.bits();
+    out.push_back(k);
+  }
+  return out;
+}
+
+void paint_nucleus(cv::Mat& img, const Nucleus& k) {
+  // The harmonics move the outline by at most 0.1*sqrt(2) + 0.07*sqrt(2) < 0.25
+  // of the radius, and anti-aliasing adds half a pixel (b >= 4: 0.125 units).
+  const double reach = k.a * 1.4 + 1.0;
+  const int x0 = std::max(0, static_cast<int>(std::floor(k.cx - reach)));
+  const int x1 = std::min(img.cols - 1, static_cast<int>(std::ceil(k.cx + reach)));
+  const int y0 = std::max(0, static_cast<int>(std::floor(k.cy - reach)));
+  const int y1 = std::min(img.rows - 1, static_cast<int>(std::ceil(k.cy + reach)));
+  for (int y = y0; y <= y1; ++y) {
+    std::uint8_t* p = img.ptr<std::uint8_t>(y);
+    const double dy = y + 0.5 - k.cy;
+    for (int x = x0; x <= x1; ++x) {
+      const double dx = x + 0.5 - k.cx;
+      const double u = (dx * k.cos_t + dy * k.sin_t) / k.a;
+      const double v = (dy * k.cos_t - dx * k.sin_t) / k.b;
+      const double r2 = u * u + v * v;
+      if (r2 >= 1.96) continue;
+      const double r = std::sqrt(r2);
+      double bound = 1.0;
+      if (r > 1e-9) {
+        // cos/sin of 2 and 3 times the polar angle from the unit vector, by
+        // the multiple-angle identities: no trigonometric calls.
+        const double cu = u / r, sv = v / r;
+        const double cos2 = cu * cu - sv * sv, sin2 = 2.0 * cu * sv;
+        const double cos3 = cu * cos2 - sv * sin2, sin3 = sv * cos2 + cu * sin2;
+        bound += k.c2 * cos2 + k.s2 * sin2 + k.c3 * cos3 + k.s3 * sin3;
+      }
+      // Signed distance to the outline in pixels (along the short axis),
+      // shifted so the one-pixel transition is anti-aliased.
+      const double cover = std::min(1.0, (bound - r) * k.b + 0.5);
+      if (cover <= 0.0) continue;
+      const auto ux = static_cast<std::uint64_t>(x), uy = static_cast<std::uint64_t>(y);
+      const std::uint64_t fine = mix64(k.salt ^ (uy << 32 | ux));
+      const std::uint64_t clump = mix64(~k.salt ^ ((uy >> 2) << 32 | (ux >> 2)));
+      int texture = static_cast<int>(fine & 0xff) + static_cast<int>(clump & 0xff) - 255;  // [-255, 255]
+      texture = texture * 30 / 255;
+      if (r > 0.78 * bound) texture -= 16;  // a darker nuclear membrane
+      const double alpha = cover * k.opacity;
+      for (int c = 0; c < 3; ++c) {
+        const int target = std::clamp(k.colour[c] + texture, 0, 255);
+        const int before = p[3 * x + c];
+        p[3 * x + c] = to_u8(before + (target - before) * alpha);
+      }
+    }
+  }
+}
+
+// 3x3 binomial kernel (1 2 1)^T (1 2 1) / 16 with replicated borders, in
+// integers so it rounds the same everywhere.
+void blur3(cv::Mat& img) {
+  const int w = img.cols, h = img.rows, n = 3 * w;
+  std::vector<std::uint16_t> rows[3];
+  for (auto& r : rows) r.resize(static_cast<std::size_t>(n));
+  auto horizontal = [&](int y, std::vector<std::uint16_t>& out) {
+    const std::uint8_t* p = img.ptr<std::uint8_t>(std::clamp(y, 0, h - 1));
+    for (int x = 0; x < w; ++x) {
+      const int l = std::max(x - 1, 0), r = std::min(x + 1, w - 1);
+      for (int c = 0; c < 3; ++c)
+        out[static_cast<std::size_t>(3 * x + c)] =
+            static_cast<std::uint16_t>(p[3 * l + c] + 2 * p[3 * x + c] + p[3 * r + c]);
+    }
+  };
+  // rows[0..2] hold the horizontal sums of rows y-1, y, y+1; row y is
+  // overwritten only after its sums have been taken.
+  horizontal(-1, rows[0]);
+  horizontal(0, rows[1]);
+  for (int y = 0; y < h; ++y) {
+    horizontal(y + 1, rows[2]);
+    std::uint8_t* p = img.ptr<std::uint8_t>(y);
+    for (int i = 0; i < n; ++i) {
+      const auto s = static_cast<std::size_t>(i);
+      p[i] = static_cast<std::uint8_t>((rows[0][s] + 2 * rows[1][s] + rows[2][s] + 8) >> 4);
+    }
+    std::swap(rows[0], rows[1]);
+    std::swap(rows[1], rows[2]);
+  }
+}
+
+// Sensor noise: a luminance part shared by the channels (+-5) and a smaller
+// per-channel part (+-3), both triangular, from one 64-bit draw per pixel.
+void add_noise(cv::Mat& img, Random& rng) {
+  auto tri = [](std::uint64_t r, int shift, int amplitude) {
+    const int s = static_cast<int>((r >> shift) & 0xff) + static_cast<int>((r >> (shift + 8)) & 0xff) - 255;
+    return s * amplitude / 255;
+  };
+  for (int y = 0; y < img.rows; ++y) {
+    std::uint8_t* p = img.ptr<std::uint8_t>(y);
+    for (int x = 0; x < img.cols; ++x) {
+      const std::uint64_t r = rng.bits();
+      const int lum = tri(r, 0, 5);
+      for (int c = 0; c < 3; ++c) p[3 * x + c] = clamp_u8(p[3 * x + c] + lum + tri(r, 16 + 16 * c, 3));
+    }
+  }
+}
+
+[[noreturn]] void bad_uri(std::string_view uri, const std::string& what) {
+  throw Error("synthetic data set '" + std::string(uri) + "': " + what);
+}
+
+std::uint64_t parse_number(std::string_view uri, std::string_view key, std::string_view text, std::uint64_t lo,
+                           std::uint64_t hi) {
+  std::uint64_t v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || v < lo || v > hi)
+    bad_uri(uri, "'" + std::string(key) + "' must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                     "], got '" + std::string(text) + "'");
+  return v;
+}
+
+}  // namespace
+
+std::string SyntheticSpec::uri() const {
+  return std::string(synthetic_scheme) + generator + "?width=" + std::to_string(width) +
+         "&height=" + std::to_string(height) + "&count=" + std::to_string(count) + "&seed=" + std::to_string(seed);
+}
+
+std::string SyntheticSpec::key(std::int64_t index) const { return generator + "-" + std::to_string(index); }
+
+SyntheticSpec parse_synthetic_uri(std::string_view uri) {
+  if (!is_synthetic_uri(uri))
+    throw Error("'" + std::string(uri) + "' is not a synthetic data set (expected synthetic:GENERATOR?key=value&...)");
+  std::string_view rest = uri.substr(synthetic_scheme.size());
+  const auto q = rest.find('?');
+  SyntheticSpec spec;
+  spec.generator = std::string(rest.substr(0, q));
+  if (spec.generator != "blobs")
+    bad_uri(uri, "unknown generator '" + spec.generator + "' (valid: " + std::string(valid_generators) + ")");
+  if (q == std::string_view::npos) return spec;
+  std::string_view query = rest.substr(q + 1);
+  std::vector<std::string_view> seen;
+  while (!query.empty()) {
+    const auto amp = query.find('&');
+    const std::string_view pair = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+    if (pair.empty()) continue;
+    const auto eq = pair.find('=');
+    const std::string_view key = pair.substr(0, eq);
+    if (eq == std::string_view::npos) bad_uri(uri, "'" + std::string(key) + "' has no value (expected key=value)");
+    const std::string_view value = pair.substr(eq + 1);
+    if (std::find(seen.begin(), seen.end(), key) != seen.end()) bad_uri(uri, "'" + std::string(key) + "' given twice");
+    seen.push_back(key);
+    if (key == "width") spec.width = static_cast<int>(parse_number(uri, key, value, 1, max_side));
+    else if (key == "height") spec.height = static_cast<int>(parse_number(uri, key, value, 1, max_side));
+    else if (key == "count") spec.count = static_cast<std::int64_t>(parse_number(uri, key, value, 1, max_count));
+    else if (key == "seed") spec.seed = parse_number(uri, key, value, 0, UINT64_MAX);
+    else bad_uri(uri, "unknown key '" + std::string(key) + "' (valid: " + std::string(valid_keys) + ")");
+  }
+  return spec;
+}
+
+cv::Mat synthetic_blobs(int width, int height, std::uint64_t index, std::uint64_t seed) {
+  if (width < 1 || height < 1 || width > max_side || height > max_side)
+    throw Error("synthetic_blobs: size " + std::to_string(width) + "x" + std::to_string(height) + " outside [1, " +
+                std::to_string(max_side) + "]");
+  const std::uint64_t base = mix64(mix64(mix64(seed) ^ index) ^ (static_cast<std::uint64_t>(width) << 32 |
+                                                                 static_cast<std::uint64_t>(height)));
+  Random layout(base);
+  Random noise(mix64(base ^ 0x6e6f697365ULL));
+  cv::Mat img(height, width, CV_8UC3);
+  paint_background(img, layout);
+  for (const auto& k : place_nuclei(width, height, layout)) paint_nucleus(img, k);
+  blur3(img);
+  add_noise(img, noise);
+  return img;
+}
+
+cv::Mat synthetic_image(const SyntheticSpec& spec, std::int64_t index) {
+  if (index < 0 || index >= spec.count)
+    throw Error("synthetic data set '" + spec.uri() + "' has no image " + std::to_string(index));
+  return synthetic_blobs(spec.width, spec.height, static_cast<std::uint64_t>(index), spec.seed);
+}
+
+}  // namespace flowd::io

@@ -1,0 +1,47 @@
+#pragma once
+// Generated test images, addressed by URI so a workflow can name them where
+// it would name a file: synthetic:blobs?width=W&height=H&count=N&seed=S.
+//
+// The pixels depend only on (width, height, index, seed): the generator uses
+// std::mt19937_64 (whose output the C++ standard fixes) with its own uniform
+// and normal transforms, integer arithmetic for every per-pixel step that
+// rounds, and IEEE-exact operations (+ - * / sqrt) elsewhere, so any
+// conforming platform produces the same bytes.
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include <opencv2/core.hpp>
+
+namespace flowd::io {
+
+struct SyntheticSpec {
+  std::string generator = "blobs";
+  int width = 2048;
+  int height = 2048;
+  std::int64_t count = 2;
+  std::uint64_t seed = 1;
+
+  // The canonical URI, every query key spelled out.
+  std::string uri() const;
+  // "blobs-<index>"
+  std::string key(std::int64_t index) const;
+};
+
+inline constexpr std::string_view synthetic_scheme = "synthetic:";
+
+inline bool is_synthetic_uri(std::string_view path) noexcept { return path.starts_with(synthetic_scheme); }
+
+// Throws flowd::Error naming the URI, the offending part and the valid ones.
+SyntheticSpec parse_synthetic_uri(std::string_view uri);
+
+// An H&E-like field as RGB u8 (R, G, B byte order, not OpenCV's BGR): a pink
+// background with low-frequency variation, dark purple textured nuclei
+// 8-30 px across (about one per 40x40 px, some touching), a 3x3 binomial
+// blur and pixel noise.
+cv::Mat synthetic_blobs(int width, int height, std::uint64_t index, std::uint64_t seed);
+
+// Image `index` (0-based, < spec.count) of a parsed data set.
+cv::Mat synthetic_image(const SyntheticSpec& spec, std::int64_t index);
+
+}  // namespace flowd::io

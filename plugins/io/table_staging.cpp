@@ -1,0 +1,155 @@
+#include "table_staging.hpp"
+
+#include <algorithm>
+#include <cstddef>
+#include <numeric>
+#include <type_traits>
+
+#include "hdf5_layout.hpp"
+
+namespace flowd::io {
+
+namespace {
+
+// Staging chunks are small: rows are read back one item at a time in key
+// order, and a small chunk wastes little of the per-dataset chunk cache (1 MiB).
+constexpr std::size_t staging_chunk_bytes = 64 * 1024;
+// Output chunks stay well below the chunk cache so that writing one item's
+// rows into a chunk never rereads and recompresses it.
+constexpr std::size_t output_chunk_bytes = 256 * 1024;
+constexpr hsize_t compress_min_rows = 4096;
+constexpr std::size_t string_bytes = 16;  // a variable-length string's size inside a dataset
+
+std::size_t element_bytes(ColumnType t) {
+  switch (t) {
+    case ColumnType::u8: return 1;
+    case ColumnType::i32: case ColumnType::f32: return 4;
+    case ColumnType::i64: case ColumnType::f64: return 8;
+    case ColumnType::string: return string_bytes;
+  }
+  return 8;
+}
+
+hsize_t chunk_rows(std::size_t budget, std::size_t element) { return std::max<hsize_t>(1, budget / element); }
+
+// The column's values as HDF5 reads them from memory; strings become
+// pointers kept in `strings`.
+const void* column_buffer(const Column& c, std::vector<const char*>& strings) {
+  return std::visit(
+      [&](const auto& v) -> const void* {
+        using T = typename std::decay_t<decltype(v)>::value_type;
+        if constexpr (std::is_same_v<T, std::string>) {
+          strings.clear();
+          for (const auto& s : v) strings.push_back(s.c_str());
+          return strings.data();
+        } else {
+          return v.data();
+        }
+      },
+      c.data);
+}
+
+void check_column_name(const std::string& name) {
+  if (name == layout::key_column)
+    throw Error(std::string("column '") + layout::key_column +
+                "' is reserved: io.write_hdf5 stores each row's item key under that name; rename the column");
+  if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos)
+    throw Error("column name '" + name + "' cannot name an HDF5 dataset (empty, '.', '..' or containing '/')");
+}
+
+}  // namespace
+
+TableStaging::TableStaging(hid_t file, const Table& first) : string_type_(h5::string_type()) {
+  for (const auto& c : first.columns()) {
+    check_column_name(c.name);
+    std::visit([&](const auto& v) { schema_.add_column<typename std::decay_t<decltype(v)>::value_type>(c.name); }, c.data);
+  }
+  h5::Id group = h5::create_group(file, "/staging");
+  for (std::size_t i = 0; i < schema_.columns().size(); ++i) {
+    const ColumnType t = schema_.columns()[i].type();
+    hsize_t zero = 0, unlimited = H5S_UNLIMITED;
+    h5::Id space = h5::check(H5Screate_simple(1, &zero, &unlimited), H5Sclose, "cannot create a dataspace");
+    h5::Id dcpl = h5::check(H5Pcreate(H5P_DATASET_CREATE), H5Pclose, "cannot create a dataset property list");
+    const hsize_t chunk = chunk_rows(staging_chunk_bytes, element_bytes(t));
+    h5::check(H5Pset_chunk(dcpl, 1, &chunk), "cannot set the staging chunk size");
+    const hid_t type = t == ColumnType::string ? static_cast<hid_t>(string_type_) : h5::native_type(t);
+    staged_.push_back(h5::check(H5Dcreate2(group, ("c" + std::to_string(i)).c_str(), type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT),
+                                H5Dclose, "cannot create a staging dataset"));
+  }
+}
+
+void TableStaging::append(const std::string& key, const Table& table) {
+  if (keys_.contains(key))
+    throw Error("duplicate item key '" + key + "': each item stored as table rows needs its own key");
+  const hsize_t n = table.rows();
+  if (n > 0) {
+    const hsize_t end = rows_ + n;
+    std::vector<const char*> strings;
+    for (std::size_t i = 0; i < staged_.size(); ++i) {
+      const Column& c = table.columns()[i];
+      // Exactly rows_ + n: a call that failed part-way may have grown a column.
+      h5::check(H5Dset_extent(staged_[i], &end), "cannot grow staging column '" + c.name + "'");
+      const hid_t type = c.type() == ColumnType::string ? static_cast<hid_t>(string_type_) : h5::native_type(c.type());
+      h5::write_rows(staged_[i], type, rows_, n, column_buffer(c, strings));
+    }
+  }
+  segments_.push_back({key, rows_, n});
+  keys_.insert(key);
+  rows_ += n;
+}
+
+void TableStaging::write_ordered(hid_t group, int compression) const {
+  std::vector<std::size_t> order(segments_.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::sort(order.begin(), order.end(),
+            [&](std::size_t a, std::size_t b) { return key_less(segments_[a].key, segments_[b].key); });
+
+  std::vector<std::string> names{layout::key_column};
+  for (const auto& c : schema_.columns()) names.push_back(c.name);
+  h5::set_attr(group, layout::columns_attr, names);
+
+  auto create = [&](const std::string& name, hid_t type, ColumnType t) {
+    hsize_t dims = rows_;
+    h5::Id space = h5::check(H5Screate_simple(1, &dims, nullptr), H5Sclose, "cannot create a dataspace");
+    h5::Id dcpl = h5::check(H5Pcreate(H5P_DATASET_CREATE), H5Pclose, "cannot create a dataset property list");
+    if (compression > 0 && rows_ >= compress_min_rows) {
+      const hsize_t chunk = std::min(rows_, chunk_rows(output_chunk_bytes, element_bytes(t)));
+      h5::check(H5Pset_chunk(dcpl, 1, &chunk), "cannot set the chunk size of column '" + name + "'");
+      if (t != ColumnType::string && t != ColumnType::u8) h5::check(H5Pset_shuffle(dcpl), "cannot enable shuffling");
+      h5::check(H5Pset_deflate(dcpl, static_cast<unsigned>(compression)), "cannot enable gzip");
+    }
+    return h5::check(H5Dcreate2(group, name.c_str(), type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT), H5Dclose,
+                     "cannot create column '" + name + "'");
+  };
+  auto type_of = [&](ColumnType t) {
+    return t == ColumnType::string ? static_cast<hid_t>(string_type_) : h5::native_type(t);
+  };
+
+  h5::Id out_key = create(layout::key_column, string_type_, ColumnType::string);
+  std::vector<h5::Id> out;
+  for (const auto& c : schema_.columns()) out.push_back(create(c.name, type_of(c.type()), c.type()));
+
+  hsize_t cursor = 0;
+  std::vector<std::byte> values;
+  for (const std::size_t s : order) {
+    const Segment& seg = segments_[s];
+    if (seg.rows == 0) continue;
+    const std::vector<const char*> keys(seg.rows, seg.key.c_str());
+    h5::write_rows(out_key, string_type_, cursor, seg.rows, keys.data());
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      const ColumnType t = schema_.columns()[i].type();
+      if (t == ColumnType::string) {
+        h5::StringBuffer strings(seg.rows);
+        h5::read_rows(staged_[i], string_type_, seg.offset, seg.rows, strings.data());
+        h5::write_rows(out[i], string_type_, cursor, seg.rows, strings.data());
+      } else {
+        values.resize(seg.rows * element_bytes(t));
+        h5::read_rows(staged_[i], type_of(t), seg.offset, seg.rows, values.data());
+        h5::write_rows(out[i], type_of(t), cursor, seg.rows, values.data());
+      }
+    }
+    cursor += seg.rows;
+  }
+}
+
+}  // namespace flowd::io

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Installs the Debian packages flowd needs to build, test and run. Idempotent:
+# prints nothing when everything is already installed.
+#
+#   tools/install-deps.sh           build + test dependencies
+#   tools/install-deps.sh --bench   also StarPU and valgrind, for tools/bench
+#   tools/install-deps.sh --report  also Chromium, for rendering HTML reports
+set -euo pipefail
+
+packages=(
+  g++ cmake ninja-build pkg-config
+  libboost-dev libboost-program-options-dev libboost-filesystem-dev   # Asio, DLL (headers), Program_options
+  libopencv-core-dev libopencv-imgproc-dev libopencv-imgcodecs-dev   # only the OpenCV modules we use
+  libzmq3-dev cppzmq-dev
+  nlohmann-json3-dev
+  libhdf5-dev hdf5-tools
+  libfftw3-dev
+  libgtest-dev libgmock-dev
+)
+for arg in "$@"; do
+  case "$arg" in
+    --bench) packages+=(libstarpu-dev valgrind) ;;
+    --report) packages+=(chromium) ;;
+    *) echo "usage: $0 [--bench] [--report]" >&2; exit 1 ;;
+  esac
+done
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+((${#missing[@]} == 0)) && exit 0
+
+sudo=()
+if [[ $EUID -ne 0 ]]; then
+  command -v sudo >/dev/null || { echo "install-deps: run as root (or install sudo) to install: ${missing[*]}" >&2; exit 1; }
+  sudo=(sudo)
+fi
+echo "install-deps: installing ${missing[*]}"
+"${sudo[@]}" apt-get update -qq
+DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Sets up flowd on a Debian machine (dependencies, Release build) and then
+#   run    runs the main job, workflows/default.json, on generated data -> out/default/
+#   test   runs every test (ctest)
+#   build  stops after the build
+# The build directory is build/ (FLOWD_BUILD_DIR to change it).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+what=${1:-build}
+case "$what" in run|test|build) ;; *) echo "usage: $0 run|test|build" >&2; exit 1 ;; esac
+
+tools/install-deps.sh
+build=${FLOWD_BUILD_DIR:-build}
+jobs=$(nproc)
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$build" -j "$jobs"
+
+case "$what" in
+  run) exec "$build/bin/flowd" run workflows/default.json ;;
+  test) exec ctest --test-dir "$build" --output-on-failure -j "$jobs" ;;
+  build) ;;
+esac
