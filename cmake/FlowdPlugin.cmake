@@ -18,4 +18,9 @@ function(flowd_add_plugin name)
   endif()
   # Refuse undefined symbols at link time rather than at dlopen time.
   target_link_options(${target} PRIVATE -Wl,--no-undefined)
+  # The SDK is header-only: its inline functions belong to the plugin. Hidden
+  # and not interposable, they inline and are called without the PLT (an
+  # Array::stride() in a pixel loop cost a quarter of an operator's time).
+  target_compile_options(${target} PRIVATE -fvisibility-inlines-hidden
+    $<$<CXX_COMPILER_ID:GNU>:-fno-semantic-interposition>)
 endfunction()

@@ -1,5 +1,6 @@
 #include "cli/progress_view.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -18,7 +19,9 @@ std::string seconds(double s) {
 ProgressView::ProgressView(Logger& log, bool enabled, std::chrono::seconds plain_interval)
     : log_(log), enabled_(enabled), plain_interval_(plain_interval), last_plain_(std::chrono::steady_clock::now()) {}
 
-std::string ProgressView::line(const runtime::Progress& p) const {
+// "[7.8s] 92/96 items, 11.84 items/s, ETA 0.3s": items are source items whose
+// whole lineage has finished.
+std::string ProgressView::headline(const runtime::Progress& p) const {
   const double t = p.elapsed.count();
   std::string s = "[" + seconds(t) + "] ";
   if (p.expected_items) s += std::to_string(p.retired_items) + "/" + std::to_string(*p.expected_items) + " items";
@@ -32,27 +35,41 @@ std::string ProgressView::line(const runtime::Progress& p) const {
       s += ", ETA " + seconds(eta);
     }
   }
-  // Only the stages doing something: what is running now, and failures.
-  std::string running, failed;
+  return s;
+}
+
+// One row per stage: tasks finished, running, failed, and done once closed.
+std::string ProgressView::table(const runtime::Progress& p) const {
+  std::size_t name_w = 5, op_w = 2;
+  for (const auto& st : p.stages) name_w = std::max(name_w, st.name.size()), op_w = std::max(op_w, st.op.size());
+  std::string s;
   for (const auto& st : p.stages) {
-    if (st.running) running += (running.empty() ? "" : ", ") + st.name + " " + std::to_string(st.running);
-    if (st.failures) failed += (failed.empty() ? "" : ", ") + st.name + " " + std::to_string(st.failures);
+    char row[256];
+    std::snprintf(row, sizeof row, "  %-*s %-*s %8llu done", static_cast<int>(name_w), st.name.c_str(),
+                  static_cast<int>(op_w), st.op.c_str(), static_cast<unsigned long long>(st.tasks_done));
+    s += "\n" + std::string(row);
+    if (st.running) s += ", " + std::to_string(st.running) + " running";
+    if (st.failures) s += ", " + std::to_string(st.failures) + " failed";
+    if (st.closed) s += " (finished)";
   }
-  if (!running.empty()) s += " | running: " + running;
-  if (!failed.empty()) s += " | failed: " + failed;
   return s;
 }
 
 void ProgressView::update(const runtime::Progress& p) {
   if (!enabled_) return;
   if (log_.tty()) {
-    log_.status(line(p));
+    // The per-stage table when the terminal has room for it and the log.
+    const std::size_t rows = log_.rows();
+    if (rows == 0 || p.stages.size() + 4 <= rows) log_.status(headline(p) + table(p));
+    else log_.status(headline(p));
     return;
   }
   const auto now = std::chrono::steady_clock::now();
   if (now - last_plain_ >= plain_interval_) {
     last_plain_ = now;
-    log_.info("progress " + line(p));
+    std::string stages;
+    for (const auto& st : p.stages) stages += " " + st.name + "=" + std::to_string(st.tasks_done);
+    log_.info("progress " + headline(p) + "; tasks done:" + stages);
   }
 }
 

@@ -15,7 +15,8 @@ public:
   void finish(const runtime::RunReport& r);
 
 private:
-  std::string line(const runtime::Progress& p) const;
+  std::string headline(const runtime::Progress& p) const;
+  std::string table(const runtime::Progress& p) const;
   Logger& log_;
   bool enabled_;
   std::chrono::seconds plain_interval_;

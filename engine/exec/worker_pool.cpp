@@ -39,16 +39,16 @@ void WorkerPool::submit(std::vector<sched::TaskPtr> tasks) {
 
 void WorkerPool::wait_idle() {
   std::unique_lock lk(m_);
-  idle_cv_.wait(lk, [&] { return (running_ == 0 && queue_->size() == 0) || stop_; });
+  idle_cv_.wait(lk, [&] { return (running_ == 0 && queue_->size() == 0) || stop_.load(); });
   if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
 }
 
 void WorkerPool::stop() {
   {
     std::lock_guard lk(m_);
-    if (stop_ && threads_.empty()) return;
+    if (stop_.load() && threads_.empty()) return;
     stop_ = true;
-    for (auto& s : slots_) s->cv.notify_all();
+    for (auto& s : slots_) wake_slot_locked(*s);
     idle_cv_.notify_all();
   }
   for (auto& t : threads_)
@@ -69,62 +69,99 @@ PoolStats WorkerPool::stats() const {
   return stats_;
 }
 
+bool WorkerPool::is_awake(const Slot& s) { return s.state.load(std::memory_order_relaxed) == State::awake; }
+bool WorkerPool::is_available(const Slot& s) { return is_awake(s) && !s.running.load(std::memory_order_relaxed); }
+bool WorkerPool::is_parked(const Slot& s) { return s.state.load(std::memory_order_relaxed) == State::parked; }
+
 bool WorkerPool::any_of_kind(sched::WorkerKind kind, std::size_t except, bool (*pred)(const Slot&)) const {
   for (std::size_t i = 0; i < slots_.size(); ++i)
     if (i != except && infos_[i].kind == kind && pred(*slots_[i])) return true;
   return false;
 }
 
-bool WorkerPool::is_awake(const Slot& s) { return s.state == State::awake; }
-bool WorkerPool::is_available(const Slot& s) { return s.state == State::awake && !s.running; }
-bool WorkerPool::is_parked(const Slot& s) { return s.state == State::parked; }
+// A parked worker sleeps on its semaphore, an idle one on its condition
+// variable; either way the waker marks it awake first (under the lock).
+void WorkerPool::wake_slot_locked(Slot& s) {
+  const State was = s.state.exchange(State::awake);
+  if (was == State::parked) s.park.release();
+  else if (was == State::idle) s.cv.notify_one();
+}
 
 // Wakes up to `count` sleeping workers that have something to run. While
-// tasks are cheap, an idle worker is woken only if no worker of its kind is
-// free to take the work or parked to check on it.
+// tasks are cheap, one worker per kind is enough: none is woken if a worker
+// of that kind is free, or busy with a parked one checking on it; otherwise
+// one is, a parked one first. (A parked worker alone, with nobody awake, would
+// leave the work waiting for its timer.)
 void WorkerPool::wake_locked(std::size_t count) {
   const bool all = expensive();
   const std::size_t none = slots_.size();
   for (std::size_t i = 0; i < slots_.size() && count > 0; ++i) {
     Slot& s = *slots_[i];
     const auto kind = infos_[i].kind;
-    if (s.state == State::awake || !queue_->has_work_for(kind)) continue;
-    if (!all && (s.state == State::parked || any_of_kind(kind, none, &is_available) || any_of_kind(kind, none, &is_parked)))
-      continue;
-    s.state = State::awake;
+    if (is_awake(s) || !queue_->has_work_for(kind)) continue;
+    if (!all) {
+      if (any_of_kind(kind, none, &is_available)) continue;
+      const bool someone_awake = any_of_kind(kind, none, &is_awake);
+      if (someone_awake && any_of_kind(kind, none, &is_parked)) continue;
+      if (!someone_awake && !is_parked(s) && any_of_kind(kind, i, &is_parked)) continue;  // wake the parked one
+    }
+    wake_slot_locked(s);
     ++stats_.wakeups;
-    s.cv.notify_one();
     --count;
   }
 }
 
 // A worker is surplus while tasks are cheap, another worker of its kind is
 // awake to take them, and no running task has already outlived the threshold.
-bool WorkerPool::surplus(std::size_t index, Clock::time_point now) const {
-  if (expensive() || !any_of_kind(infos_[index].kind, index, &is_awake)) return false;
-  for (std::size_t i = 0; i < slots_.size(); ++i)
-    if (i != index && slots_[i]->running && now - slots_[i]->started > opts_.wake_threshold) return false;
-  return true;
+// Reads atomics only, so a parked worker can ask without the lock.
+bool WorkerPool::surplus(std::size_t index) const noexcept {
+  if (expensive()) return false;
+  const auto kind = infos_[index].kind;
+  const std::int64_t now = now_ns(), limit = opts_.wake_threshold.count();
+  bool other_awake = false;
+  for (std::size_t i = 0; i < slots_.size(); ++i) {
+    if (i == index || infos_[i].kind != kind) continue;
+    const Slot& s = *slots_[i];
+    if (s.running.load(std::memory_order_relaxed) && now - s.started_ns.load(std::memory_order_relaxed) > limit)
+      return false;
+    other_awake |= is_awake(s);
+  }
+  return other_awake;
 }
 
 void WorkerPool::notify_idle_locked() {
   if (running_ == 0 && queue_->size() == 0) idle_cv_.notify_all();
 }
 
+// Parks without holding the lock; wakes when woken, or when a timed check
+// finds this worker no longer surplus.
+void WorkerPool::park(std::size_t index, std::unique_lock<std::mutex>& lk) {
+  Slot& me = *slots_[index];
+  me.state = State::parked;
+  lk.unlock();
+  bool woken = false;
+  while (!(woken = me.park.try_acquire_for(opts_.park_recheck)))
+    if (stop_.load() || !surplus(index)) break;
+  lk.lock();
+  // A waker that came between the last check and the lock left a token: take it.
+  if (!woken && me.state.load() == State::awake) me.park.try_acquire();
+  me.state = State::awake;
+}
+
 sched::TaskPtr WorkerPool::acquire(std::size_t index, std::unique_lock<std::mutex>& lk) {
   Slot& me = *slots_[index];
   const auto& info = infos_[index];
-  auto woken = [&] { return me.state == State::awake || stop_; };
-  while (!stop_) {
-    if (surplus(index, Clock::now())) {
-      me.state = State::parked;
-      me.cv.wait_for(lk, opts_.park_recheck, woken);
-    } else {
-      if (auto t = queue_->pop(info)) return t;
-      me.state = State::idle;
-      notify_idle_locked();
-      me.cv.wait(lk, woken);
+  while (!stop_.load()) {
+    if (surplus(index)) {
+      park(index, lk);
+      continue;
     }
+    if (auto t = queue_->pop(info)) return t;
+    me.state = State::idle;
+    ++idle_;
+    notify_idle_locked();
+    me.cv.wait(lk, [&] { return is_awake(me) || stop_.load(); });
+    --idle_;
     me.state = State::awake;
   }
   return nullptr;
@@ -138,9 +175,12 @@ void WorkerPool::loop(std::size_t index) {
   sched::TaskPtr task = acquire(index, lk);
   while (task) {
     ++running_;
-    me.running = true;
-    me.started = Clock::now();
-    if (queue_->size() > 0) wake_locked(queue_->size());
+    const std::int64_t start = now_ns();
+    me.started_ns.store(start, std::memory_order_relaxed);
+    me.running.store(true, std::memory_order_relaxed);
+    // With cheap tasks only an idle worker could be woken; skip the scan when
+    // there is none (the hot path of a busy worker).
+    if (queue_->size() > 0 && (idle_ > 0 || expensive())) wake_locked(queue_->size());
     lk.unlock();
 
     try {
@@ -150,15 +190,15 @@ void WorkerPool::loop(std::size_t index) {
       if (!error_) error_ = std::current_exception();
     }
     task.reset();  // outside the lock: a task's destructor may submit work
-    const auto end = Clock::now();
+    const std::int64_t took = now_ns() - start;
 
     lk.lock();
     // Samples are clamped at 4x the threshold: one preempted task cannot flip
     // the pool into waking everyone, while a run of long tasks still does.
     const double cap = 4.0 * static_cast<double>(opts_.wake_threshold.count());
-    const double ns = std::min(cap, static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(end - me.started).count()));
-    ewma_ns_ += (ns - ewma_ns_) * 0.125;
-    me.running = false;
+    const double ewma = ewma_ns_.load(std::memory_order_relaxed);
+    ewma_ns_.store(ewma + (std::min(cap, static_cast<double>(took)) - ewma) * 0.125, std::memory_order_relaxed);
+    me.running.store(false, std::memory_order_relaxed);
     --running_;
     ++stats_.tasks_run;
 
@@ -166,7 +206,7 @@ void WorkerPool::loop(std::size_t index) {
     auto& spawned = env.spawned();
     if (!spawned.empty()) {
       std::size_t first = 0;
-      if (opts_.continuation && !stop_ && (spawned.front()->runs_on & kind_bit)) {
+      if (opts_.continuation && !stop_.load() && (spawned.front()->runs_on & kind_bit)) {
         next = std::move(spawned.front());
         first = 1;
       }

@@ -9,12 +9,14 @@
 // worth it (PoolOptions::wake_threshold): for sub-microsecond tasks one
 // worker drains a central queue faster than several contending for it, so
 // adding workers never makes a run slower.
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <semaphore>
 #include <thread>
 #include <vector>
 
@@ -27,8 +29,9 @@ struct PoolOptions {
   // A second worker helps only when tasks cost more than the coordination
   // (lock hand-over and a futex wake, a few microseconds on this hardware).
   std::chrono::nanoseconds wake_threshold{2000};
-  // How often a parked surplus worker re-checks whether the running task has
-  // turned out long, so a slow task never strands queued work.
+  // How often a parked surplus worker checks whether the running task has
+  // turned long, so a slow task never strands queued work. The check reads
+  // atomics only; it never takes the queue's lock.
   std::chrono::microseconds park_recheck{200};
   // Locality on CPUs: a worker runs the first task its last task made ready
   // next, without the queue, so an item goes through its stages on one core
@@ -68,27 +71,37 @@ public:
 
 private:
   using Clock = std::chrono::steady_clock;
-  // awake: looking for or running a task. idle: nothing to run, sleeps until
-  // woken. parked: work exists but tasks are cheap and another worker takes
-  // them; re-checks on a timer whether the running task has turned long.
-  enum class State { awake, idle, parked };
+  // awake: looking for or running a task. idle: nothing to run; sleeps on
+  // `cv` until woken. parked: work exists but tasks are cheap and another
+  // worker takes them; sleeps on `park` and checks on a timer whether the
+  // running task has turned long. Written under the lock; also read without
+  // it by parked workers (hence atomics).
+  enum class State : std::uint8_t { awake, idle, parked };
   struct Slot {
     std::condition_variable cv;
-    State state = State::awake;
-    bool running = false;
-    Clock::time_point started{};
+    std::binary_semaphore park{0};
+    std::atomic<State> state{State::awake};
+    std::atomic<bool> running{false};
+    std::atomic<std::int64_t> started_ns{0};
   };
 
   void loop(std::size_t index);
   sched::TaskPtr acquire(std::size_t index, std::unique_lock<std::mutex>& lk);
-  bool surplus(std::size_t index, Clock::time_point now) const;
+  void park(std::size_t index, std::unique_lock<std::mutex>& lk);
+  bool surplus(std::size_t index) const noexcept;
   bool any_of_kind(sched::WorkerKind kind, std::size_t except, bool (*pred)(const Slot&)) const;
   static bool is_awake(const Slot& s);
   static bool is_available(const Slot& s);  // awake and not running a task
   static bool is_parked(const Slot& s);
   void wake_locked(std::size_t count);
-  bool expensive() const noexcept { return ewma_ns_ >= static_cast<double>(opts_.wake_threshold.count()); }
+  void wake_slot_locked(Slot& s);
+  bool expensive() const noexcept {
+    return ewma_ns_.load(std::memory_order_relaxed) >= static_cast<double>(opts_.wake_threshold.count());
+  }
   void notify_idle_locked();
+  static std::int64_t now_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
+  }
 
   PoolOptions opts_;
   std::unique_ptr<sched::ReadyQueue> queue_;
@@ -98,10 +111,11 @@ private:
   mutable std::mutex m_;
   std::condition_variable idle_cv_;
   int running_ = 0;
-  bool stop_ = false;
+  int idle_ = 0;  // workers in the idle state: the only ones cheap work may wake
+  std::atomic<bool> stop_{false};
   // Recent task cost; starts high so the first batch wakes everyone until
   // real durations are known.
-  double ewma_ns_ = 1e6;
+  std::atomic<double> ewma_ns_{1e6};
   PoolStats stats_;
   std::exception_ptr error_;
 

@@ -52,28 +52,47 @@ void Logger::log(LogLevel level, std::string_view message) {
   std::fflush(out_);
 }
 
-void Logger::status(std::string line) {
+void Logger::status(std::string block) {
   if (!tty_) return;
   std::lock_guard lk(m_);
   clear_status_locked();
-  status_ = std::move(line);
+  status_ = std::move(block);
   draw_status_locked();
   std::fflush(out_);
 }
 
-void Logger::clear_status_locked() {
-  if (tty_ && !status_.empty()) std::fputs("\r\033[K", out_);
+std::size_t Logger::rows() const {
+  winsize ws{};
+  return ::ioctl(::fileno(out_), TIOCGWINSZ, &ws) == 0 ? ws.ws_row : 0;
 }
 
-// A status line longer than the terminal would wrap, and "\r, clear line"
-// would then leave its first part behind: it is cut to the terminal's width.
+// Back to the start of the block's first line, then clear to the end of the
+// screen.
+void Logger::clear_status_locked() {
+  if (!tty_ || status_lines_ == 0) return;
+  std::fputs("\r", out_);
+  if (status_lines_ > 1) std::fprintf(out_, "\033[%zuA", status_lines_ - 1);
+  std::fputs("\033[J", out_);
+  status_lines_ = 0;
+}
+
+// Lines longer than the terminal would wrap and break the redraw, so each is
+// cut to the terminal's width.
 void Logger::draw_status_locked() {
   if (!tty_ || status_.empty()) return;
   winsize ws{};
   std::size_t width = 0;
   if (::ioctl(::fileno(out_), TIOCGWINSZ, &ws) == 0) width = ws.ws_col;
-  if (width > 1 && status_.size() >= width) std::fprintf(out_, "%.*s", static_cast<int>(width - 1), status_.c_str());
-  else std::fputs(status_.c_str(), out_);
+  std::size_t start = 0;
+  while (start <= status_.size()) {
+    const std::size_t end = std::min(status_.find('\n', start), status_.size());
+    const std::size_t len = end - start;
+    if (status_lines_ > 0) std::fputs("\n", out_);
+    const std::size_t shown = width > 1 ? std::min(len, width - 1) : len;
+    std::fprintf(out_, "%.*s", static_cast<int>(shown), status_.c_str() + start);
+    ++status_lines_;
+    start = end + 1;
+  }
 }
 
 }  // namespace flowd

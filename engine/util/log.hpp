@@ -29,8 +29,11 @@ public:
   bool enabled(LogLevel l) const;
   bool tty() const noexcept { return tty_; }
 
-  // Terminal only: replaces the status line ("" removes it).
-  void status(std::string line);
+  // Terminal only: replaces the status block below the log ("" removes it).
+  // It may hold several lines; each is cut to the terminal's width.
+  void status(std::string block);
+  // Terminal rows, or 0 when unknown.
+  std::size_t rows() const;
 
 private:
   void clear_status_locked();
@@ -41,6 +44,7 @@ private:
   LogLevel min_;
   mutable std::mutex m_;
   std::string status_;
+  std::size_t status_lines_ = 0;  // lines the drawn status occupies
   std::chrono::steady_clock::time_point start_;
 };
 

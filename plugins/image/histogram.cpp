@@ -19,11 +19,12 @@ void count(const Array& a, std::int64_t r0, std::int64_t r1, std::int64_t c0, st
            std::int64_t* h) {
   const double scale = static_cast<double>(bins) / (static_cast<double>(std::numeric_limits<T>::max()) + 1.0);
   const T* p = a.data<T>();
-  const std::int64_t ch = a.ndim() == 3 ? a.shape(2) : 1, cs = a.ndim() == 3 ? a.stride(2) : 0;
+  const std::int64_t ch = a.ndim() == 3 ? a.shape(2) : 1, ks = a.ndim() == 3 ? a.stride(2) : 0;
+  const std::int64_t rs = a.stride(0), cs = a.stride(1);
   for (std::int64_t r = r0; r < r1; ++r)
     for (std::int64_t c = c0; c < c1; ++c)
       for (std::int64_t k = 0; k < ch; ++k)
-        ++h[static_cast<std::int64_t>(static_cast<double>(p[r * a.stride(0) + c * a.stride(1) + k * cs]) * scale)];
+        ++h[static_cast<std::int64_t>(static_cast<double>(p[r * rs + c * cs + k * ks]) * scale)];
 }
 }  // namespace
 

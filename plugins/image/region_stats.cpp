@@ -28,17 +28,18 @@ struct Acc {
 
 template <class T> std::vector<Acc> accumulate(const Array& img, const Array& labels) {
   const auto rows = labels.shape(0), cols = labels.shape(1);
+  const auto lrs = labels.stride(0), lcs = labels.stride(1), irs = img.stride(0), ics = img.stride(1);
   const T* px = img.data<T>();
   const std::int32_t* lb = labels.data<std::int32_t>();
   std::int32_t max_label = 0;
   for (std::int64_t r = 0; r < rows; ++r)
-    for (std::int64_t c = 0; c < cols; ++c) max_label = std::max(max_label, lb[r * labels.stride(0) + c * labels.stride(1)]);
+    for (std::int64_t c = 0; c < cols; ++c) max_label = std::max(max_label, lb[r * lrs + c * lcs]);
   std::vector<Acc> acc(static_cast<std::size_t>(max_label) + 1);
   for (std::int64_t r = 0; r < rows; ++r)
     for (std::int64_t c = 0; c < cols; ++c) {
-      const std::int32_t l = lb[r * labels.stride(0) + c * labels.stride(1)];
+      const std::int32_t l = lb[r * lrs + c * lcs];
       if (l <= 0) continue;
-      const double v = static_cast<double>(px[r * img.stride(0) + c * img.stride(1)]);
+      const double v = static_cast<double>(px[r * irs + c * ics]);
       Acc& a = acc[static_cast<std::size_t>(l)];
       ++a.area;
       a.sum_r += static_cast<double>(r);

@@ -40,19 +40,19 @@ Threshold::Threshold(const Params& p)
 
 namespace {
 template <class T> void apply(const Array& in, Array& out, bool otsu, double fixed, bool invert) {
-  const auto rows = in.shape(0), cols = in.shape(1);
+  const auto rows = in.shape(0), cols = in.shape(1), rs = in.stride(0), cs = in.stride(1);
   const T* src = in.data<T>();
   double level = fixed;
   if (otsu) {
     std::vector<std::uint64_t> hist(std::size_t{1} << (8 * sizeof(T)), 0);
     for (std::int64_t r = 0; r < rows; ++r)
-      for (std::int64_t c = 0; c < cols; ++c) ++hist[src[r * in.stride(0) + c * in.stride(1)]];
+      for (std::int64_t c = 0; c < cols; ++c) ++hist[src[r * rs + c * cs]];
     level = otsu_level(hist);
   }
   auto* dst = out.data<std::uint8_t>();
   for (std::int64_t r = 0; r < rows; ++r)
     for (std::int64_t c = 0; c < cols; ++c) {
-      const bool above = static_cast<double>(src[r * in.stride(0) + c * in.stride(1)]) > level;
+      const bool above = static_cast<double>(src[r * rs + c * cs]) > level;
       dst[r * cols + c] = (above != invert) ? 255 : 0;
     }
 }

@@ -233,3 +233,85 @@ TEST(Cli, CtrlCStopsCleanlyWithExit130AndNoOutput) {
   EXPECT_TRUE(contains(err, "interrupted")) << err;
   EXPECT_FALSE(fs::exists(dir / "out" / "chain.txt"));
 }
+
+namespace {
+
+// Every regular file under `dir`, relative, sorted.
+std::vector<std::string> files_under(const fs::path& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    if (e.is_regular_file()) out.push_back(fs::relative(e.path(), dir).string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// The data of an HDF5 file without its attributes (provenance holds times).
+std::string h5_data(const fs::path& file) {
+  const fs::path dump = file.string() + ".dump";
+  const std::string cmd = "h5dump -A 0 " + quote(file.string()) + " | tail -n +2 > " + quote(dump.string());
+  if (std::system(cmd.c_str()) != 0) return "h5dump failed";
+  return slurp(dump);
+}
+
+const std::string small_input = "input=synthetic:blobs?width=2048&height=1536&count=2&seed=11";
+
+}  // namespace
+
+TEST(Cli, EveryShippedWorkflowRunsWithNoArguments) {
+  const auto dir = scratch();
+  std::size_t n = 0;
+  for (const auto& e : fs::directory_iterator(fs::path(FLOWD_SOURCE_DIR) / "workflows")) {
+    if (e.path().extension() != ".json") continue;
+    ++n;
+    const fs::path cwd = dir / e.path().stem();
+    fs::create_directories(cwd);
+    auto r = flowd_cmd(cwd, {e.path().string(), "--no-progress"});
+    EXPECT_EQ(r.code, 0) << e.path() << "\n" << r.err;
+    ASSERT_TRUE(fs::exists(cwd / "out")) << e.path() << " wrote nothing under out/";
+    EXPECT_FALSE(files_under(cwd / "out").empty()) << e.path();
+    EXPECT_TRUE(temporaries(cwd / "out").empty()) << e.path();
+  }
+  EXPECT_GE(n, 1u);
+}
+
+TEST(Cli, MainJobResultsDoNotDependOnTheWorkerCount) {
+  const auto dir = scratch();
+  const std::string wf = (fs::path(FLOWD_SOURCE_DIR) / "workflows" / "default.json").string();
+  for (const char* cpus : {"1", "2"}) {
+    auto r = flowd_cmd(dir, {wf, "--cpu", cpus, "--set", small_input, "--set", std::string("output=out") + cpus, "--no-progress"});
+    ASSERT_EQ(r.code, 0) << r.err;
+  }
+  const auto files = files_under(dir / "out1");
+  EXPECT_EQ(files, files_under(dir / "out2"));
+  EXPECT_GE(files.size(), 2u + 2 * 4);  // two HDF5 files and a mask per tile
+  for (const auto& f : files) {
+    if (fs::path(f).extension() == ".h5") {
+      const auto a = h5_data(dir / "out1" / f), b = h5_data(dir / "out2" / f);
+      EXPECT_NE(a.find("DATASET"), std::string::npos) << f << ": " << a.substr(0, 200);
+      EXPECT_EQ(a, b) << f;
+    } else if (fs::path(f).extension() == ".png") {
+      EXPECT_EQ(slurp(dir / "out1" / f), slurp(dir / "out2" / f)) << f;
+    }
+  }
+}
+
+TEST(Cli, OneWorkflowFeedsAnotherThroughHdf5) {
+  const auto dir = scratch();
+  const std::string wf = (fs::path(FLOWD_SOURCE_DIR) / "workflows" / "default.json").string();
+  ASSERT_EQ(flowd_cmd(dir, {wf, "--set", small_input, "--no-progress"}).code, 0);
+  write(dir / "second.json", R"({
+    "version": 1,
+    "vars": {"regions": "out/default/regions.h5"},
+    "stages": {
+      "read":   {"op": "io.read_hdf5", "params": {"path": "${regions}", "dataset": "regions", "split": "key"}},
+      "record": {"op": "test.record", "inputs": {"in": "read.data"}, "params": {"path": "out/second/keys.txt"}}
+    }
+  })");
+  auto r = flowd_cmd(dir, {"second.json", "--no-progress"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto keys = flowd::test::lines(dir / "out" / "second" / "keys.txt");
+  ASSERT_FALSE(keys.empty());
+  EXPECT_LE(keys.size(), 2u * 4u);  // at most one item per tile of the first run
+  for (const auto& k : keys) EXPECT_NE(k.find("/tile/"), std::string::npos) << k;
+  EXPECT_EQ(keys.front(), "blobs-0/tile/0/0");
+}

@@ -28,16 +28,26 @@ inline double process_cpu_seconds() {
          1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
 }
 
-// Wall and CPU time of one measured section.
+// Minor page faults of the whole process so far (fresh pages the kernel had
+// to zero: the cost of returning big buffers to the OS and asking again).
+inline long minor_faults() {
+  rusage u{};
+  ::getrusage(RUSAGE_SELF, &u);
+  return u.ru_minflt;
+}
+
+// Wall and CPU time, and page faults, of one measured section.
 struct Timing {
   double wall = 0;
   double cpu = 0;
+  long faults = 0;
 };
 
 // Under `valgrind --tool=callgrind --collect-atstart=no`, instructions are
 // counted only inside measure(): deterministic, whatever else the machine does.
 template <class F> Timing measure(F&& f) {
   const double c0 = process_cpu_seconds();
+  const long f0 = minor_faults();
   const auto t0 = Clock::now();
 #ifdef FLOWD_HAVE_CALLGRIND
   CALLGRIND_START_INSTRUMENTATION;
@@ -46,7 +56,7 @@ template <class F> Timing measure(F&& f) {
 #ifdef FLOWD_HAVE_CALLGRIND
   CALLGRIND_STOP_INSTRUMENTATION;
 #endif
-  return {seconds_since(t0), process_cpu_seconds() - c0};
+  return {seconds_since(t0), process_cpu_seconds() - c0, minor_faults() - f0};
 }
 
 // How much of a second core this machine gives right now: the time of a fixed

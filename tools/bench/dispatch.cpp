@@ -79,7 +79,8 @@ int main(int argc, char** argv) {
   }
   std::printf("# machine parallel efficiency with 2 threads: %.2f (1.0 = two real cores)\n", bench::parallel_efficiency());
   std::printf("# flowd dispatch benchmark: median of %d runs, worker counts interleaved run by run; us per task\n"
-              "# (build = creating the graph, run = dispatch and execution; ratio = run time / run time with the first worker count)\n",
+              "# (build = creating the graph, run = dispatch and execution; ratio = median over runs of run time / the paired run\n"
+              "# with the first worker count)\n",
               repeat);
   std::printf("%-12s %-6s %8s %8s %10s %10s %10s %7s %8s\n", "shape", "task", "workers", "tasks", "build_us", "run_us",
               "total_us", "ratio", "wakeups");
@@ -104,11 +105,13 @@ int main(int argc, char** argv) {
           build[k].push_back(b * 1e6 / static_cast<double>(shape.tasks));
           run[k].push_back(x * 1e6 / static_cast<double>(shape.tasks));
         }
-      const double base = bench::median(run[0]);
       for (std::size_t k = 0; k < pools.size(); ++k) {
+        // Each run is paired with the first worker count's run beside it.
+        std::vector<double> ratio;
+        for (std::size_t r = 0; r < run[k].size(); ++r) ratio.push_back(run[k][r] / run[0][r]);
         const double mb = bench::median(build[k]), mr = bench::median(run[k]);
         std::printf("%-12s %-6s %8d %8zu %10.3f %10.3f %10.3f %7.2f %8llu\n", shape.name, heavy ? "20us" : "empty",
-                    worker_counts[k], shape.tasks, mb, mr, mb + mr, mr / base,
+                    worker_counts[k], shape.tasks, mb, mr, mb + mr, bench::median(ratio),
                     static_cast<unsigned long long>(pools[k]->stats().wakeups));
       }
       std::fflush(stdout);

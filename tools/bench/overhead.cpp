@@ -7,6 +7,7 @@
 // 16-64 MiB buffers differs by several percent.
 //
 //   flowd-bench-overhead [--repeat R] [--only small|large] [--window N (flowd max_in_flight)]
+//                        [--mode direct|flowd --count N: one run of one side, e.g. under callgrind]
 #include <cstdio>
 #include <cstring>
 #include <thread>
@@ -78,29 +79,36 @@ bench::Timing through_flowd(plugin::Registry& reg, Logger& log, const Case& c, i
 
 int main(int argc, char** argv) {
   int repeat = 5;
-  int window = 0;
+  int window = 0, count = 0;
+  bool repeat_given = false;
   std::string only, mode;
   for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--repeat") && i + 1 < argc) repeat = std::atoi(argv[++i]);
+    if (!std::strcmp(argv[i], "--repeat") && i + 1 < argc) repeat = std::atoi(argv[++i]), repeat_given = true;
     else if (!std::strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
     else if (!std::strcmp(argv[i], "--window") && i + 1 < argc) window = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--mode") && i + 1 < argc) mode = argv[++i];
+    else if (!std::strcmp(argv[i], "--count") && i + 1 < argc) count = std::atoi(argv[++i]);
     else {
-      std::fprintf(stderr, "usage: %s [--repeat R] [--only small|large] [--window N] [--mode direct|flowd]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--repeat R] [--only small|large] [--window N] [--mode direct|flowd] [--count N]\n", argv[0]);
       return 1;
     }
   }
   Logger log(stderr, false, LogLevel::warning);
   auto reg = registry(log);
-  const Case cases[] = {{"small", 1000, 64, 64}, {"large", 16, 4096, 4096}};
+  Case cases[] = {{"small", 1000, 64, 64}, {"large", 16, 4096, 4096}};
+  if (count > 0)
+    for (Case& c : cases) c.count = count;
 
-  // One run of one side, for instruction counting under callgrind.
+  // Runs of one side only (--repeat of them, default 1), e.g. for
+  // instruction counting under callgrind.
   if (!mode.empty()) {
     for (const Case& c : cases) {
       if (!only.empty() && only != c.name) continue;
-      std::size_t regions = 0;
-      const auto t = mode == "direct" ? direct(reg, log, c, regions) : through_flowd(reg, log, c, 1, window);
-      std::printf("%s %s: %.4f s wall, %.4f s cpu\n", c.name, mode.c_str(), t.wall, t.cpu);
+      for (int r = 0; r < std::max(1, repeat_given ? repeat : 1); ++r) {
+        std::size_t regions = 0;
+        const auto t = mode == "direct" ? direct(reg, log, c, regions) : through_flowd(reg, log, c, 1, window);
+        std::printf("%s %s: %.4f s wall, %.4f s cpu, %ld page faults\n", c.name, mode.c_str(), t.wall, t.cpu, t.faults);
+      }
     }
     return 0;
   }

@@ -85,8 +85,15 @@ public:
   int ndim() const noexcept { return ndim_; }
   std::span<const std::int64_t> shape() const noexcept { return {shape_.data(), static_cast<std::size_t>(ndim_)}; }
   std::span<const std::int64_t> strides() const noexcept { return {strides_.data(), static_cast<std::size_t>(ndim_)}; }
-  std::int64_t shape(int d) const { return shape_.at(static_cast<std::size_t>(check_dim(d))); }
-  std::int64_t stride(int d) const { return strides_.at(static_cast<std::size_t>(check_dim(d))); }
+  // Checked, and cheap enough for inner loops: the throw is out of line.
+  std::int64_t shape(int d) const {
+    if (d < 0 || d >= ndim_) [[unlikely]] bad_dim(d);
+    return shape_[static_cast<std::size_t>(d)];
+  }
+  std::int64_t stride(int d) const {
+    if (d < 0 || d >= ndim_) [[unlikely]] bad_dim(d);
+    return strides_[static_cast<std::size_t>(d)];
+  }
   std::int64_t numel() const noexcept {
     std::int64_t n = 1;
     for (int d = 0; d < ndim_; ++d) n *= shape_[d];
@@ -176,8 +183,11 @@ private:
       stride *= shape[d];
     }
   }
+  [[noreturn, gnu::cold, gnu::noinline]] void bad_dim(int d) const {
+    throw Error("Array: dimension " + std::to_string(d) + " of a " + std::to_string(ndim_) + "-d array");
+  }
   int check_dim(int d) const {
-    if (d < 0 || d >= ndim_) throw Error("Array: dimension " + std::to_string(d) + " of a " + std::to_string(ndim_) + "-d array");
+    if (d < 0 || d >= ndim_) [[unlikely]] bad_dim(d);
     return d;
   }
   template <class T> void check_access() const {
