@@ -24,7 +24,7 @@ std::optional<std::string> check_exports(const fs::path& path) {
     boost::dll::library_info info(path);
     symbols = info.symbols("boostdll");
   } catch (const std::exception& e) {
-    return std::string("not a valid shared library (") + e.what() + ")";
+    return std::string("not a valid shared library: its ELF headers cannot be read (truncated or corrupt?): ") + e.what();
   }
   std::vector<std::string> missing;
   for (const char* name : required_exports)
