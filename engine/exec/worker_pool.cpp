@@ -10,6 +10,7 @@ WorkerPool::WorkerPool(std::unique_ptr<sched::ReadyQueue> queue, std::vector<sch
                        PoolOptions opts)
     : opts_(opts), queue_(std::move(queue)), infos_(std::move(workers)) {
   if (infos_.empty()) throw std::invalid_argument("WorkerPool: no workers");
+  queue_->attach(infos_);
   for (std::size_t i = 0; i < infos_.size(); ++i) slots_.push_back(std::make_unique<Slot>());
   threads_.reserve(infos_.size());
   for (std::size_t i = 0; i < infos_.size(); ++i) threads_.emplace_back([this, i] { loop(i); });
@@ -87,18 +88,19 @@ void WorkerPool::wake_slot_locked(Slot& s) {
   else if (was == State::idle) s.cv.notify_one();
 }
 
-// Wakes up to `count` sleeping workers that have something to run. While
-// tasks are cheap, one worker per kind is enough: none is woken if a worker
-// of that kind is free, or busy with a parked one checking on it; otherwise
-// one is, a parked one first. (A parked worker alone, with nobody awake, would
-// leave the work waiting for its timer.)
+// Wakes up to `count` sleeping workers that have something to run. With a
+// shared queue and cheap tasks, one worker per kind is enough: none is woken
+// if a worker of that kind is free, or busy with a parked one checking on it;
+// otherwise one is, a parked one first. (A parked worker alone, with nobody
+// awake, would leave the work waiting for its timer.) With a queue that binds
+// tasks to workers, every sleeping worker that was given work is woken.
 void WorkerPool::wake_locked(std::size_t count) {
-  const bool all = expensive();
+  const bool all = expensive() || !queue_->shared();
   const std::size_t none = slots_.size();
   for (std::size_t i = 0; i < slots_.size() && count > 0; ++i) {
     Slot& s = *slots_[i];
     const auto kind = infos_[i].kind;
-    if (is_awake(s) || !queue_->has_work_for(kind)) continue;
+    if (is_awake(s) || !queue_->has_work_for(infos_[i])) continue;
     if (!all) {
       if (any_of_kind(kind, none, &is_available)) continue;
       const bool someone_awake = any_of_kind(kind, none, &is_awake);
@@ -115,7 +117,7 @@ void WorkerPool::wake_locked(std::size_t count) {
 // awake to take them, and no running task has already outlived the threshold.
 // Reads atomics only, so a parked worker can ask without the lock.
 bool WorkerPool::surplus(std::size_t index) const noexcept {
-  if (expensive()) return false;
+  if (expensive() || !queue_->shared()) return false;
   const auto kind = infos_[index].kind;
   const std::int64_t now = now_ns(), limit = opts_.wake_threshold.count();
   bool other_awake = false;
@@ -169,8 +171,12 @@ sched::TaskPtr WorkerPool::acquire(std::size_t index, std::unique_lock<std::mute
 
 void WorkerPool::loop(std::size_t index) {
   Slot& me = *slots_[index];
-  const auto kind_bit = sched::bit(infos_[index].kind);
-  sched::TaskEnv env(infos_[index]);
+  const auto& info = infos_[index];
+  const auto kind_bit = sched::bit(info.kind);
+  // Continuation is the CPU locality rule; a GPU's next task is the queue's
+  // choice (PATS weighs data reuse against speedup there).
+  const bool continues = opts_.continuation && info.kind == sched::WorkerKind::cpu;
+  sched::TaskEnv env(info);
   std::unique_lock lk(m_);
   sched::TaskPtr task = acquire(index, lk);
   while (task) {
@@ -180,7 +186,8 @@ void WorkerPool::loop(std::size_t index) {
     me.running.store(true, std::memory_order_relaxed);
     // With cheap tasks only an idle worker could be woken; skip the scan when
     // there is none (the hot path of a busy worker).
-    if (queue_->size() > 0 && (idle_ > 0 || expensive())) wake_locked(queue_->size());
+    if (queue_->size() > 0 && (idle_ > 0 || expensive() || !queue_->shared())) wake_locked(queue_->size());
+    const sched::Estimate est = task->est;
     lk.unlock();
 
     try {
@@ -201,12 +208,13 @@ void WorkerPool::loop(std::size_t index) {
     me.running.store(false, std::memory_order_relaxed);
     --running_;
     ++stats_.tasks_run;
+    queue_->done(info, est, static_cast<double>(took) * 1e-9);
 
     sched::TaskPtr next;
     auto& spawned = env.spawned();
     if (!spawned.empty()) {
       std::size_t first = 0;
-      if (opts_.continuation && !stop_.load() && (spawned.front()->runs_on & kind_bit)) {
+      if (continues && !stop_.load() && (spawned.front()->runs_on & kind_bit)) {
         next = std::move(spawned.front());
         first = 1;
       }

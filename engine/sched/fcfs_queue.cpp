@@ -23,9 +23,9 @@ TaskPtr FcfsQueue::pop(const WorkerInfo& worker) {
   return t;
 }
 
-bool FcfsQueue::has_work_for(WorkerKind kind) const noexcept {
+bool FcfsQueue::has_work_for(const WorkerInfo& worker) const noexcept {
   for (int m = 1; m < mask_count; ++m)
-    if ((m & bit(kind)) && !fifo_[m].empty()) return true;
+    if ((m & bit(worker.kind)) && !fifo_[m].empty()) return true;
   return false;
 }
 

@@ -12,7 +12,7 @@ public:
   std::string_view name() const noexcept override { return "fcfs"; }
   void push(TaskPtr task) override;
   TaskPtr pop(const WorkerInfo& worker) override;
-  bool has_work_for(WorkerKind kind) const noexcept override;
+  bool has_work_for(const WorkerInfo& worker) const noexcept override;
   std::size_t size() const noexcept override { return size_; }
 
 private:

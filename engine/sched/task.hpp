@@ -8,18 +8,31 @@
 
 namespace flowd::sched {
 
+// cpu: a core. gpu: a CUDA device, driven by one manager thread.
+// sim_gpu: a simulated GPU that runs CPU variants at a modelled speedup.
 enum class WorkerKind : std::uint8_t { cpu, gpu, sim_gpu };
 
 // Which worker kinds can run a task: a bit per WorkerKind.
 using KindMask = std::uint8_t;
 constexpr KindMask bit(WorkerKind k) noexcept { return static_cast<KindMask>(1u << static_cast<int>(k)); }
 inline constexpr KindMask cpu_only = bit(WorkerKind::cpu);
+inline constexpr KindMask gpu_like = static_cast<KindMask>(bit(WorkerKind::gpu) | bit(WorkerKind::sim_gpu));
+constexpr bool is_gpu_like(WorkerKind k) noexcept { return k != WorkerKind::cpu; }
 
 struct WorkerInfo {
   int id = 0;
   WorkerKind kind = WorkerKind::cpu;
-  int device = -1;  // GPU ordinal for gpu workers
-  std::string name; // "cpu0", "gpu0", "sim0"
+  int device = -1;   // GPU ordinal (gpu) or simulated device index (sim_gpu); -1 for host
+  std::string name;  // "cpu0", "gpu0", "sim0"
+};
+
+// What the scheduler knows of a task before it runs, from the performance
+// model: the PATS key and the costs HEFT compares.
+struct Estimate {
+  float speedup = 1.0f;            // expected GPU / CPU speedup
+  float cpu_seconds = 0.0f;        // expected duration on a CPU worker (0: unknown)
+  float gpu_seconds = 0.0f;        // expected duration on a GPU worker (0: unknown)
+  float transfer_seconds = 0.0f;   // moving the inputs to another memory (0: none or unknown)
 };
 
 class Task;
@@ -47,7 +60,10 @@ public:
   virtual void run(TaskEnv& env) = 0;
 
   KindMask runs_on = cpu_only;  // worker kinds with a variant for this task
-  float speedup = 1.0f;         // estimated GPU/CPU speedup, the PATS key
+  Estimate est;
+  // The GPU-like worker whose memory holds this task's inputs (it ran their
+  // producer), or -1: the data-locality rule prefers giving the task to it.
+  int data_worker = -1;
 };
 
 }  // namespace flowd::sched

@@ -43,7 +43,7 @@ TEST(FcfsQueue, ServesOldestTaskTheWorkerCanRun) {
   q.push(task([&] { order.push_back(3); }));
   const sched::WorkerInfo cpu{0, sched::WorkerKind::cpu, -1, "cpu0"}, gpu0{1, sched::WorkerKind::gpu, 0, "gpu0"};
   sched::TaskEnv env(cpu);
-  EXPECT_TRUE(q.has_work_for(sched::WorkerKind::gpu));
+  EXPECT_TRUE(q.has_work_for(gpu0));
   q.pop(cpu)->run(env);
   q.pop(cpu)->run(env);
   q.pop(gpu0)->run(env);

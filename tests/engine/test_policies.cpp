@@ -1,0 +1,204 @@
+// The scheduling policies' choices, deterministically: which task each kind
+// of worker gets.
+#include <gtest/gtest.h>
+
+#include <mutex>
+#include <thread>
+
+#include "exec/worker_pool.hpp"
+#include "sched/fcfs_queue.hpp"
+#include "sched/heft_queue.hpp"
+#include "sched/pats_queue.hpp"
+
+using namespace flowd;
+using sched::WorkerKind;
+
+namespace {
+
+const sched::KindMask cpu_gpu = sched::cpu_only | sched::gpu_like;
+
+// A task that remembers its name and which worker ran it.
+class Named final : public sched::Task {
+public:
+  Named(std::string n, float speedup, sched::KindMask mask, int on_worker = -1) : name(std::move(n)) {
+    runs_on = mask;
+    est.speedup = speedup;
+    data_worker = on_worker;
+  }
+  void run(sched::TaskEnv& env) override { ran_on = env.worker().name; }
+  std::string name;
+  std::string ran_on;
+};
+
+std::unique_ptr<Named> task(std::string n, float s, sched::KindMask m = cpu_gpu, int dw = -1) {
+  return std::make_unique<Named>(std::move(n), s, m, dw);
+}
+
+std::string name_of(const sched::TaskPtr& t) { return t ? static_cast<Named&>(*t).name : "(none)"; }
+
+const sched::WorkerInfo cpu0{0, WorkerKind::cpu, -1, "cpu0"};
+const sched::WorkerInfo cpu1{1, WorkerKind::cpu, -1, "cpu1"};
+const sched::WorkerInfo gpu0{2, WorkerKind::gpu, 0, "gpu0"};
+const sched::WorkerInfo sim0{3, WorkerKind::sim_gpu, 0, "sim0"};
+
+}  // namespace
+
+TEST(Pats, CpuTakesTheSmallestSpeedupGpuTheLargest) {
+  sched::PatsQueue q;
+  q.push(task("recon", 15));
+  q.push(task("open", 1.5));
+  q.push(task("watershed", 12));
+  q.push(task("rbc", 1.1));
+  EXPECT_EQ(name_of(q.pop(gpu0)), "recon");
+  EXPECT_EQ(name_of(q.pop(cpu0)), "rbc");
+  EXPECT_EQ(name_of(q.pop(sim0)), "watershed");  // a simulated GPU is a GPU to PATS
+  EXPECT_EQ(name_of(q.pop(cpu0)), "open");
+  EXPECT_EQ(q.pop(cpu0), nullptr);
+}
+
+TEST(Pats, EqualSpeedupsAreServedOldestFirst) {
+  sched::PatsQueue q;
+  for (const char* n : {"a", "b", "c", "d"}) q.push(task(n, 4));
+  EXPECT_EQ(name_of(q.pop(gpu0)), "a");
+  EXPECT_EQ(name_of(q.pop(cpu0)), "b");
+  EXPECT_EQ(name_of(q.pop(gpu0)), "c");
+}
+
+TEST(Pats, ATaskGoesOnlyWhereItHasAVariant) {
+  sched::PatsQueue q;
+  q.push(task("cpu-only-big", 50, sched::cpu_only));
+  q.push(task("either-small", 2));
+  EXPECT_EQ(name_of(q.pop(gpu0)), "either-small");  // the larger speedup is not runnable on a GPU
+  EXPECT_FALSE(q.has_work_for(gpu0));
+  EXPECT_TRUE(q.has_work_for(cpu0));
+  EXPECT_EQ(q.pop(gpu0), nullptr);
+  EXPECT_EQ(name_of(q.pop(cpu0)), "cpu-only-big");
+}
+
+TEST(Pats, DataLocalityPrefersAReuseTaskWhenItsSpeedupIsCloseEnough) {
+  // Sq = 10; a task whose inputs are on gpu0 with Sd = 8.5 >= 10 * (1 - 0.2).
+  sched::PatsQueue q(sched::PatsOptions{true, 0.2});
+  q.push(task("best-elsewhere", 10));
+  q.push(task("reuses-gpu0", 8.5, cpu_gpu, gpu0.id));
+  EXPECT_EQ(name_of(q.pop(gpu0)), "reuses-gpu0");
+  EXPECT_EQ(name_of(q.pop(gpu0)), "best-elsewhere");
+}
+
+TEST(Pats, DataLocalityYieldsToAMuchFasterTask) {
+  sched::PatsQueue q(sched::PatsOptions{true, 0.2});
+  q.push(task("best-elsewhere", 10));
+  q.push(task("reuses-gpu0", 7.9, cpu_gpu, gpu0.id));  // 7.9 < 8
+  EXPECT_EQ(name_of(q.pop(gpu0)), "best-elsewhere");
+  // Data on gpu0 is not local to sim0.
+  q.push(task("big", 9));
+  EXPECT_EQ(name_of(q.pop(sim0)), "big");
+  // A larger transfer impact lets the reuse task win.
+  q.push(task("best-elsewhere-2", 10));
+  q.set_transfer_impact(0.3);
+  EXPECT_EQ(name_of(q.pop(gpu0)), "reuses-gpu0");
+}
+
+TEST(Pats, WithoutLocalityOnlySpeedupCounts) {
+  sched::PatsQueue q(sched::PatsOptions{false, 0.9});
+  q.push(task("best-elsewhere", 10));
+  q.push(task("reuses-gpu0", 9.9, cpu_gpu, gpu0.id));
+  EXPECT_EQ(name_of(q.pop(gpu0)), "best-elsewhere");
+}
+
+TEST(Pats, ManyTasksPopInLogTime) {
+  sched::PatsQueue q;
+  for (int i = 0; i < 100000; ++i) q.push(task("t", static_cast<float>(i % 97), cpu_gpu, i % 3 == 0 ? gpu0.id : -1));
+  float last = 1e9f;
+  for (int i = 0; i < 1000; ++i) {
+    auto t = q.pop(sim0);
+    ASSERT_TRUE(t);
+    EXPECT_LE(t->est.speedup, last);
+    last = t->est.speedup;
+  }
+  EXPECT_EQ(q.size(), 99000u);
+}
+
+TEST(Heft, GivesEachTaskToTheWorkerThatFinishesItFirst) {
+  sched::HeftQueue q;
+  q.attach({cpu0, gpu0});
+  // 10 ms on a CPU, 1 ms on the GPU: the GPU until its backlog exceeds 10 ms.
+  for (int i = 0; i < 12; ++i) {
+    auto t = task("t" + std::to_string(i), 10, cpu_gpu);
+    t->est.cpu_seconds = 0.010f;
+    t->est.gpu_seconds = 0.001f;
+    q.push(std::move(t));
+  }
+  int on_gpu = 0, on_cpu = 0;
+  while (q.pop(gpu0)) ++on_gpu;
+  while (q.pop(cpu0)) ++on_cpu;
+  EXPECT_EQ(on_gpu + on_cpu, 12);
+  EXPECT_GE(on_gpu, 10);
+  EXPECT_GE(on_cpu, 1);
+}
+
+TEST(Heft, CountsTheCostOfMovingInputs) {
+  sched::HeftQueue q;
+  q.attach({cpu0, gpu0, sim0});
+  auto t = task("data-on-sim0", 2, cpu_gpu, sim0.id);
+  t->est.cpu_seconds = 0.004f;
+  t->est.gpu_seconds = 0.002f;
+  t->est.transfer_seconds = 0.003f;
+  EXPECT_NEAR(q.cost(*t, gpu0), 0.002 + 0.003, 1e-7);  // estimates are floats
+  EXPECT_NEAR(q.cost(*t, sim0), 0.002, 1e-7);
+  EXPECT_NEAR(q.cost(*t, cpu0), 0.004 + 0.003, 1e-7);
+  q.push(std::move(t));
+  EXPECT_TRUE(q.has_work_for(sim0));
+  EXPECT_FALSE(q.has_work_for(gpu0));
+  EXPECT_EQ(q.pop(gpu0), nullptr);  // bound to sim0
+  EXPECT_EQ(name_of(q.pop(sim0)), "data-on-sim0");
+}
+
+TEST(Heft, CpuOnlyTasksNeverGoToAGpu) {
+  sched::HeftQueue q;
+  q.attach({cpu0, gpu0});
+  for (int i = 0; i < 5; ++i) q.push(task("c", 100, sched::cpu_only));
+  EXPECT_FALSE(q.has_work_for(gpu0));
+  int n = 0;
+  while (q.pop(cpu0)) ++n;
+  EXPECT_EQ(n, 5);
+}
+
+TEST(PoolWithGpus, EachTaskRunsOnlyWhereItHasAVariantAndGpusTakeTheFastest) {
+  std::vector<sched::WorkerInfo> workers = {cpu0, {1, WorkerKind::sim_gpu, 0, "sim0"}};
+  exec::WorkerPool pool(std::make_unique<sched::PatsQueue>(), workers);
+  std::mutex m;
+  std::vector<std::pair<std::string, std::string>> ran;  // task, worker
+  class Record final : public sched::Task {
+  public:
+    Record(std::string n, float s, sched::KindMask mask, std::mutex& m, decltype(ran)& out)
+        : name_(std::move(n)), m_(m), out_(out) {
+      runs_on = mask;
+      est.speedup = s;
+    }
+    void run(sched::TaskEnv& env) override {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      std::lock_guard lk(m_);
+      out_.emplace_back(name_, env.worker().name);
+    }
+  private:
+    std::string name_;
+    std::mutex& m_;
+    decltype(ran)& out_;
+  };
+  std::vector<sched::TaskPtr> batch;
+  for (int i = 0; i < 6; ++i) batch.push_back(std::make_unique<Record>("cpu-only", 30, sched::cpu_only, m, ran));
+  for (int i = 0; i < 6; ++i) batch.push_back(std::make_unique<Record>("fast", 20, cpu_gpu, m, ran));
+  for (int i = 0; i < 6; ++i) batch.push_back(std::make_unique<Record>("slow", 1.2f, cpu_gpu, m, ran));
+  pool.submit(std::move(batch));
+  pool.wait_idle();
+  ASSERT_EQ(ran.size(), 18u);
+  int fast_on_gpu = 0, slow_on_gpu = 0;
+  for (const auto& [t, w] : ran) {
+    if (t == "cpu-only") {
+      EXPECT_EQ(w, "cpu0");
+    }
+    if (w == "sim0") (t == "fast" ? fast_on_gpu : slow_on_gpu) += 1;
+  }
+  EXPECT_GE(fast_on_gpu, 5);  // the GPU takes the high-speedup tasks
+  EXPECT_LE(slow_on_gpu, 1);
+}
