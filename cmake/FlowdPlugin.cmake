@@ -23,4 +23,10 @@ function(flowd_add_plugin name)
   # Array::stride() in a pixel loop cost a quarter of an operator's time).
   target_compile_options(${target} PRIVATE -fvisibility-inlines-hidden
     $<$<CXX_COMPILER_ID:GNU>:-fno-semantic-interposition>)
+  # Whether GPU variants can be built (see flowd/gpu.hpp).
+  if(FLOWD_HAVE_CUDA)
+    target_compile_definitions(${target} PRIVATE FLOWD_WITH_CUDA=1)
+  else()
+    target_compile_definitions(${target} PRIVATE FLOWD_WITH_CUDA=0)
+  endif()
 endfunction()

@@ -1,4 +1,4 @@
-// flowd run / flowd validate.
+// flowd run / flowd validate / flowd calibrate.
 #include <cstdlib>
 #include <iostream>
 #include <thread>
@@ -12,6 +12,8 @@
 #include "cli/signals.hpp"
 #include "runtime/local_run.hpp"
 #include "runtime/provenance.hpp"
+#include "trace/chrome_trace.hpp"
+#include "trace/html_report.hpp"
 #include "workflow/diagnostics.hpp"
 #include "workflow/validate.hpp"
 
@@ -39,6 +41,34 @@ void add_common(po::options_description& d, CommonOptions& o) {
       ("help,h", "show this help");
 }
 
+// How a run executes: workers, policy, performance model, trace.
+struct ExecOptions {
+  int cpu = -1;
+  std::string scheduler, gpu, locality, prefetch;
+  double transfer_impact = -1, sim_bandwidth_gb = 12, speedup_error = 0;
+  int max_in_flight = 0;
+  std::uint64_t limit = 0;
+  bool keep_going = false;
+  std::string perf_model;
+  bool no_perf_model = false;
+};
+
+void add_exec(po::options_description& d, ExecOptions& o) {
+  d.add_options()
+      ("cpu,j", po::value(&o.cpu), "CPU worker threads (default: the workflow's run.cpu, else all cores)")
+      ("gpu", po::value(&o.gpu), "GPU workers: none, all, a count, or sim:N[:scale] for N simulated GPUs (default: run.gpu, else all)")
+      ("scheduler", po::value(&o.scheduler), "ready-queue policy: pats (default), fcfs, heft")
+      ("locality", po::value(&o.locality), "on|off: data-locality rule on GPUs, dependents first on CPUs (default on)")
+      ("prefetch", po::value(&o.prefetch), "on|off: GPUs move the next task's inputs during the current one (default on)")
+      ("transfer-impact", po::value(&o.transfer_impact), "share of transfer time in a GPU task, for the locality rule (default: measured)")
+      ("sim-bandwidth", po::value(&o.sim_bandwidth_gb), "GB/s of a simulated GPU's transfers (default 12)")
+      ("speedup-error", po::value(&o.speedup_error), "0..1: confound speedup estimates (sensitivity experiments)")
+      ("max-in-flight", po::value(&o.max_in_flight), "source items alive at once, per source (default 2 x workers)")
+      ("limit", po::value(&o.limit), "stop each source after N items")
+      ("perf-model", po::value(&o.perf_model), "performance model file (default $FLOWD_PERF_MODEL or ~/.cache/flowd/perf-model.json)")
+      ("no-perf-model", po::bool_switch(&o.no_perf_model), "neither read nor update a performance model file");
+}
+
 std::vector<workflow::Override> overrides(const std::vector<std::string>& sets) {
   std::vector<workflow::Override> out;
   for (const auto& s : sets) {
@@ -58,6 +88,64 @@ workflow::Graph load_graph(const CommonOptions& o, Logger& log) {
   workflow::Workflow wf = workflow::load_workflow(o.workflow, overrides(o.sets));
   auto registry = make_registry(o.plugins, log, wf.plugin_path);
   return workflow::validate(std::move(wf), registry);
+}
+
+bool on_off(const std::string& v, const char* flag) {
+  if (v == "on" || v == "true" || v == "1") return true;
+  if (v == "off" || v == "false" || v == "0") return false;
+  throw Error(std::string("--") + flag + " expects on or off, got '" + v + "'");
+}
+
+// Command line over the workflow's run section over the defaults.
+runtime::RunOptions run_options(const ExecOptions& e, const workflow::Graph& g) {
+  const auto& run = g.workflow.run;
+  runtime::RunOptions ro;
+  ro.cpu_workers = e.cpu >= 0 ? e.cpu : run.cpu.value_or(0);
+  ro.scheduler = !e.scheduler.empty() ? e.scheduler : run.scheduler.value_or("pats");
+  if (ro.scheduler != "pats" && ro.scheduler != "fcfs" && ro.scheduler != "heft")
+    throw Error((e.scheduler.empty() ? "/run/scheduler" : "--scheduler") + std::string(": unknown scheduler '") +
+                ro.scheduler + "'; available: pats, fcfs, heft");
+  ro.gpus = runtime::GpuSpec::parse(!e.gpu.empty() ? e.gpu : run.gpu.value_or("all"));
+  if (!e.locality.empty()) ro.locality = on_off(e.locality, "locality");
+  if (!e.prefetch.empty()) ro.prefetch = on_off(e.prefetch, "prefetch");
+  if (e.transfer_impact >= 0) {
+    if (e.transfer_impact > 1) throw Error("--transfer-impact expects a share in [0, 1]");
+    ro.transfer_impact = e.transfer_impact;
+  }
+  if (e.sim_bandwidth_gb <= 0) throw Error("--sim-bandwidth must be > 0 GB/s");
+  ro.sim_bandwidth = e.sim_bandwidth_gb * 1e9;
+  if (e.speedup_error < 0 || e.speedup_error > 1) throw Error("--speedup-error expects a fraction in [0, 1]");
+  ro.speedup_error = e.speedup_error;
+  ro.keep_going = e.keep_going || run.keep_going.value_or(false);
+  ro.max_in_flight = e.max_in_flight > 0 ? e.max_in_flight : run.max_in_flight.value_or(0);
+  ro.item_limit = e.limit;
+  return ro;
+}
+
+std::optional<std::filesystem::path> model_path(const ExecOptions& e) {
+  if (e.no_perf_model) return std::nullopt;
+  if (!e.perf_model.empty()) return std::filesystem::path(e.perf_model);
+  return sched::default_perf_model_path();
+}
+
+void save_model(const sched::PerfModel& m, const std::optional<std::filesystem::path>& path, Logger& log) {
+  if (!path) return;
+  try {
+    m.save(*path);
+    log.debug("performance model saved to " + path->string());
+  } catch (const std::exception& e) {
+    log.warn(std::string("the performance model could not be saved: ") + e.what());
+  }
+}
+
+int exit_code(runtime::RunStatus s) {
+  switch (s) {
+    case runtime::RunStatus::succeeded: return exit_ok;
+    case runtime::RunStatus::completed_with_failures: return exit_partial;
+    case runtime::RunStatus::failed: return exit_run_failed;
+    case runtime::RunStatus::interrupted: return exit_interrupted;
+  }
+  return exit_run_failed;
 }
 
 }  // namespace
@@ -84,27 +172,21 @@ int cmd_validate(const Args& args) {
 
 int cmd_run(const Args& args, const std::vector<std::string>& full_command_line) {
   CommonOptions o;
-  int cpu = -1, max_in_flight = 0;
-  bool keep_going = false, no_progress = false;
-  std::string scheduler, gpu;
+  ExecOptions e;
+  bool no_progress = false;
+  std::string trace_file, report_file;
   po::options_description desc("Options");
-  desc.add_options()
-      ("workflow", po::value(&o.workflow)->required(), "workflow JSON file")
-      ("cpu,j", po::value(&cpu), "CPU worker threads (default: the workflow's run.cpu, else all cores)")
-      ("scheduler", po::value(&scheduler), "ready-queue policy: fcfs")
-      ("gpu", po::value(&gpu), "GPU workers: none (this build runs CPU workers only)")
-      ("keep-going,k", po::bool_switch(&keep_going), "record failed items and go on; exit 4 if any failed")
-      ("max-in-flight", po::value(&max_in_flight), "source items alive at once, per source (default 2 x workers)")
-      ("no-progress", po::bool_switch(&no_progress), "no progress line or progress log lines");
+  desc.add_options()("workflow", po::value(&o.workflow)->required(), "workflow JSON file")
+      ("keep-going,k", po::bool_switch(&e.keep_going), "record failed items and go on; exit 4 if any failed")
+      ("trace", po::value(&trace_file), "write a Chrome/Perfetto trace of the run to FILE")
+      ("report", po::value(&report_file), "write a self-contained HTML report of the run to FILE")
+      ("no-progress", po::bool_switch(&no_progress), "no progress table or progress log lines");
+  add_exec(desc, e);
   add_common(desc, o);
   po::variables_map vm;
   if (auto rc = parse_command(args, desc, "usage: flowd [run] WORKFLOW.json [options]", "workflow", vm)) return *rc;
-  if (vm.count("cpu") && cpu < 0) {
-    std::cerr << "flowd: --cpu must be >= 0\n";
-    return exit_usage;
-  }
-  if (vm.count("max-in-flight") && max_in_flight < 1) {
-    std::cerr << "flowd: --max-in-flight must be >= 1\n";
+  if ((vm.count("cpu") && e.cpu < 0) || (vm.count("max-in-flight") && e.max_in_flight < 1)) {
+    std::cerr << "flowd: --cpu must be >= 0 and --max-in-flight >= 1\n";
     return exit_usage;
   }
 
@@ -112,48 +194,116 @@ int cmd_run(const Args& args, const std::vector<std::string>& full_command_line)
   Logger log = make_logger(o);
   workflow::Graph graph;
   runtime::RunOptions ro;
+  sched::PerfModel model;
+  const auto model_file = model_path(e);
   try {
     graph = load_graph(o, log);
-    const auto& run = graph.workflow.run;
-    ro.cpu_workers = cpu >= 0 ? cpu : run.cpu.value_or(0);
-    ro.scheduler = !scheduler.empty() ? scheduler : run.scheduler.value_or("fcfs");
-    ro.keep_going = keep_going || run.keep_going.value_or(false);
-    ro.max_in_flight = max_in_flight > 0 ? max_in_flight : run.max_in_flight.value_or(0);
-    const std::string gpus = !gpu.empty() ? gpu : run.gpu.value_or("none");
-    if (ro.scheduler != "fcfs")
-      throw Error((scheduler.empty() ? "/run/scheduler" : "--scheduler") + std::string(": unknown scheduler '") +
-                  ro.scheduler + "'; available: fcfs");
-    if (gpus != "none" && gpus != "all" && gpus != "0")
-      throw Error((gpu.empty() ? "/run/gpu" : "--gpu") + std::string(": ") + gpus +
-                  " GPU workers requested, but this flowd build has no GPU execution; use \"none\"");
-  } catch (const std::exception& e) {
-    log.error(e.what());
+    ro = run_options(e, graph);
+    if (model_file) model = sched::PerfModel::load(*model_file);
+  } catch (const std::exception& ex) {
+    log.error(ex.what());
     return exit_invalid;
   }
   ro.interrupt = &signals.interrupted();
   ro.provenance = runtime::make_provenance(graph, full_command_line);
+  ro.model = &model;
+  trace::Recorder recorder(!trace_file.empty() || !report_file.empty());
+  ro.recorder = &recorder;
 
-  const int workers = ro.cpu_workers > 0 ? ro.cpu_workers : static_cast<int>(std::thread::hardware_concurrency());
-  log.info("running " + o.workflow + " (" + std::to_string(graph.stages.size()) + " stages, " + std::to_string(workers) +
-           " CPU workers, scheduler " + ro.scheduler + ", workflow sha256 " +
-           ro.provenance["workflow_sha256"].get<std::string>().substr(0, 12) + ")");
   ProgressView view(log, !no_progress && !o.quiet);
   runtime::RunReport report;
   try {
-    runtime::LocalRun run(graph, std::move(ro), log);
+    runtime::LocalRun run(graph, ro, log);
+    log.info("running " + o.workflow + " (" + std::to_string(graph.stages.size()) + " stages, scheduler " + ro.scheduler +
+             ", workflow sha256 " + ro.provenance["workflow_sha256"].get<std::string>().substr(0, 12) + ")");
     report = run.execute([&](const runtime::Progress& p) { view.update(p); });
-  } catch (const std::exception& e) {
-    log.error(e.what());
-    return exit_run_failed;
+  } catch (const std::exception& ex) {
+    log.error(ex.what());
+    return exit_invalid;
   }
   view.finish(report);
-  switch (report.status) {
-    case runtime::RunStatus::succeeded: return exit_ok;
-    case runtime::RunStatus::completed_with_failures: return exit_partial;
-    case runtime::RunStatus::failed: return exit_run_failed;
-    case runtime::RunStatus::interrupted: return exit_interrupted;
+  save_model(model, model_file, log);
+  if (recorder.enabled()) {
+    const auto t = recorder.snapshot(report.config);
+    try {
+      if (!trace_file.empty()) {
+        trace::write_chrome_trace(t, trace_file);
+        log.info("trace written to " + trace_file + " (open it in ui.perfetto.dev)");
+      }
+      if (!report_file.empty()) {
+        trace::write_html_report(t, report_file);
+        log.info("report written to " + report_file);
+      }
+    } catch (const std::exception& ex) {
+      log.error(ex.what());
+      if (report.status == runtime::RunStatus::succeeded) return exit_run_failed;
+    }
   }
-  return exit_run_failed;
+  return exit_code(report.status);
+}
+
+int cmd_calibrate(const Args& args) {
+  CommonOptions o;
+  ExecOptions e;
+  e.limit = 8;
+  po::options_description desc("Options");
+  desc.add_options()("workflow", po::value(&o.workflow)->required(), "workflow JSON file");
+  add_exec(desc, e);
+  add_common(desc, o);
+  po::variables_map vm;
+  if (auto rc = parse_command(args, desc,
+                              "usage: flowd calibrate WORKFLOW.json [options]\n"
+                              "Runs a sample of items (--limit, default 8 per source) on every available variant, writes\n"
+                              "no outputs, and records the durations in the performance model.",
+                              "workflow", vm))
+    return *rc;
+  if (e.no_perf_model) {
+    std::cerr << "flowd: calibrate writes the performance model; --no-perf-model makes no sense here\n";
+    return exit_usage;
+  }
+  SignalWatch signals;
+  Logger log = make_logger(o);
+  const auto model_file = model_path(e);
+  sched::PerfModel model;
+  try {
+    if (model_file) model = sched::PerfModel::load(*model_file);
+    // The CPU variants on CPU workers, then (when there are GPUs) the GPU
+    // variants on GPU workers.
+    for (const bool gpu_pass : {false, true}) {
+      auto graph = load_graph(o, log);  // fresh operators: sources start again
+      runtime::RunOptions ro = run_options(e, graph);
+      if (!gpu_pass) ro.gpus = runtime::GpuSpec{};
+      else if (ro.gpus.mode == runtime::GpuSpec::Mode::none || ro.gpus.mode == runtime::GpuSpec::Mode::sim) break;
+      ro.prefer_gpu = gpu_pass;
+      ro.commit = false;
+      ro.interrupt = &signals.interrupted();
+      ro.model = &model;
+      runtime::LocalRun run(graph, ro, log);
+      const auto report = run.execute();
+      if (report.status != runtime::RunStatus::succeeded) {
+        log.error("calibration run failed; the model was not saved");
+        return exit_code(report.status);
+      }
+      if (gpu_pass && report.workers.size() == static_cast<std::size_t>(std::count_if(
+                          report.workers.begin(), report.workers.end(),
+                          [](const auto& w) { return w.kind == sched::WorkerKind::cpu; }))) {
+        log.info("no GPU to calibrate: " + report.gpu_note);
+        break;
+      }
+      log.info(std::string(gpu_pass ? "GPU" : "CPU") + " variants measured on " +
+               std::to_string(report.final.source_items) + " source items");
+    }
+  } catch (const std::exception& ex) {
+    log.error(ex.what());
+    return exit_invalid;
+  }
+  if (!model_file) {
+    log.error("no place for the performance model: set FLOWD_PERF_MODEL or --perf-model");
+    return exit_usage;
+  }
+  model.save(*model_file);
+  log.info("performance model written to " + model_file->string() + " (see `flowd perf`)");
+  return exit_ok;
 }
 
 }  // namespace flowd::cli

@@ -12,5 +12,7 @@ int cmd_run(const Args& args, const std::vector<std::string>& full_command_line)
 int cmd_validate(const Args& args);
 int cmd_plugins(const Args& args);
 int cmd_inspect(const Args& args);
+int cmd_calibrate(const Args& args);
+int cmd_perf(const Args& args);
 
 }  // namespace flowd::cli

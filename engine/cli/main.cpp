@@ -14,10 +14,13 @@ constexpr const char* usage = R"(usage: flowd WORKFLOW.json [options]       run 
        flowd validate WORKFLOW.json [options]  check a workflow without running it
        flowd plugins [options]                 list plugins and their operators
        flowd inspect OPERATOR|PLUGIN [options] ports, parameters and docs of one operator
+       flowd calibrate WORKFLOW.json [options] measure every variant on a sample; update the performance model
+       flowd perf [options]                    what the performance model has learnt
        flowd --version | --help
 
 Each command takes --help. Common options: --set name=value, --set stage.param=value,
---plugin-path DIR, --quiet, --verbose.
+--plugin-path DIR, --quiet, --verbose. Running: --cpu N, --gpu none|all|N|sim:N[:scale],
+--scheduler pats|fcfs|heft, --locality on|off, --prefetch on|off, --trace FILE, --report FILE.
 
 Exit codes: 0 ok; 1 bad command line; 2 invalid workflow or plugin (nothing ran);
 3 run failed (nothing written); 4 --keep-going run with failed items; 130 interrupted.
@@ -47,6 +50,8 @@ int main(int argc, char** argv) {
     if (first == "validate") return cmd_validate(rest);
     if (first == "plugins") return cmd_plugins(rest);
     if (first == "inspect") return cmd_inspect(rest);
+    if (first == "calibrate") return cmd_calibrate(rest);
+    if (first == "perf") return cmd_perf(rest);
     if (!first.empty() && first[0] != '-') return cmd_run(Args(all.begin() + 1, all.end()), all);
     std::cerr << "flowd: unknown option '" << first << "'\n" << usage << "\n";
     return exit_usage;

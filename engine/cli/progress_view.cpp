@@ -87,13 +87,24 @@ void ProgressView::finish(const runtime::RunReport& r) {
   std::snprintf(head, sizeof head, "%s in %s (%llu source items)", outcome, seconds(p.elapsed.count()).c_str(),
                 static_cast<unsigned long long>(p.source_items));
   log_.info(head);
+  bool any_gpu = false;
+  for (const auto& w : r.workers) any_gpu |= sched::is_gpu_like(w.kind);
   if (r.status == runtime::RunStatus::succeeded || r.status == runtime::RunStatus::completed_with_failures) {
     for (const auto& st : p.stages) {
       char row[256];
+      std::string extra;
+      if (any_gpu && st.on_gpu) extra += ", " + std::to_string(st.on_gpu) + " on GPUs";
+      if (st.failures) extra += ", " + std::to_string(st.failures) + " failed";
       std::snprintf(row, sizeof row, "  %-16s %-22s %8llu tasks %9.2f s busy%s", st.name.c_str(), st.op.c_str(),
-                    static_cast<unsigned long long>(st.tasks_done), st.busy_seconds,
-                    st.failures ? (" " + std::to_string(st.failures) + " failed").c_str() : "");
+                    static_cast<unsigned long long>(st.tasks_done), st.busy_seconds, extra.c_str());
       log_.info(row);
+    }
+    if (any_gpu) {
+      char moved[160];
+      std::snprintf(moved, sizeof moved, "  moved %.1f MB to GPUs, %.1f MB back (%s)",
+                    static_cast<double>(r.bytes_to_devices) / 1e6, static_cast<double>(r.bytes_to_host) / 1e6,
+                    r.gpu_note.c_str());
+      log_.info(moved);
     }
   }
   if (r.status == runtime::RunStatus::completed_with_failures) {

@@ -11,7 +11,11 @@ WorkerPool::WorkerPool(std::unique_ptr<sched::ReadyQueue> queue, std::vector<sch
     : opts_(opts), queue_(std::move(queue)), infos_(std::move(workers)) {
   if (infos_.empty()) throw std::invalid_argument("WorkerPool: no workers");
   queue_->attach(infos_);
-  for (std::size_t i = 0; i < infos_.size(); ++i) slots_.push_back(std::make_unique<Slot>());
+  for (const auto& w : infos_) kinds_ |= sched::bit(w.kind);
+  for (std::size_t i = 0; i < infos_.size(); ++i) {
+    slots_.push_back(std::make_unique<Slot>());
+    if (opts_.prefetch && sched::is_gpu_like(infos_[i].kind)) slots_.back()->copier = std::make_unique<CopyThread>();
+  }
   threads_.reserve(infos_.size());
   for (std::size_t i = 0; i < infos_.size(); ++i) threads_.emplace_back([this, i] { loop(i); });
 }
@@ -68,6 +72,11 @@ void WorkerPool::stop() {
 PoolStats WorkerPool::stats() const {
   std::lock_guard lk(m_);
   return stats_;
+}
+
+std::size_t WorkerPool::queued() const {
+  std::lock_guard lk(m_);
+  return queue_->size();
 }
 
 bool WorkerPool::is_awake(const Slot& s) { return s.state.load(std::memory_order_relaxed) == State::awake; }
@@ -176,11 +185,14 @@ void WorkerPool::loop(std::size_t index) {
   // Continuation is the CPU locality rule; a GPU's next task is the queue's
   // choice (PATS weighs data reuse against speedup there).
   const bool continues = opts_.continuation && info.kind == sched::WorkerKind::cpu;
+  if (opts_.on_thread_start) opts_.on_thread_start(info);
   sched::TaskEnv env(info);
   std::unique_lock lk(m_);
   sched::TaskPtr task = acquire(index, lk);
+  bool counted = false;  // a prefetched task is counted as running from its reservation
   while (task) {
-    ++running_;
+    if (!counted) ++running_;
+    counted = false;
     const std::int64_t start = now_ns();
     me.started_ns.store(start, std::memory_order_relaxed);
     me.running.store(true, std::memory_order_relaxed);
@@ -188,8 +200,16 @@ void WorkerPool::loop(std::size_t index) {
     // there is none (the hot path of a busy worker).
     if (queue_->size() > 0 && (idle_ > 0 || expensive() || !queue_->shared())) wake_locked(queue_->size());
     const sched::Estimate est = task->est;
+    // Reserve the next task now so its inputs move while this one computes.
+    sched::TaskPtr next;
+    if (me.copier && !stop_.load() && queue_->has_work_for(info)) {
+      next = queue_->pop(info);
+      if (next) ++running_;
+    }
     lk.unlock();
 
+    std::future<void> prefetched;
+    if (next) prefetched = me.copier->submit([n = next.get(), &info] { n->prefetch(info); });
     try {
       task->run(env);
     } catch (...) {
@@ -198,6 +218,7 @@ void WorkerPool::loop(std::size_t index) {
     }
     task.reset();  // outside the lock: a task's destructor may submit work
     const std::int64_t took = now_ns() - start;
+    if (prefetched.valid()) prefetched.wait();
 
     lk.lock();
     // Samples are clamped at 4x the threshold: one preempted task cannot flip
@@ -210,22 +231,28 @@ void WorkerPool::loop(std::size_t index) {
     ++stats_.tasks_run;
     queue_->done(info, est, static_cast<double>(took) * 1e-9);
 
-    sched::TaskPtr next;
+    sched::TaskPtr follow;
     auto& spawned = env.spawned();
     if (!spawned.empty()) {
       std::size_t first = 0;
-      if (continues && !stop_.load() && (spawned.front()->runs_on & kind_bit)) {
-        next = std::move(spawned.front());
+      const sched::KindMask runs_on = spawned.front()->runs_on;
+      if (continues && !next && !stop_.load() && (runs_on & kind_bit) && !(runs_on & kinds_ & sched::gpu_like)) {
+        follow = std::move(spawned.front());
         first = 1;
       }
       for (std::size_t i = first; i < spawned.size(); ++i) queue_->push(std::move(spawned[i]));
       const std::size_t queued = spawned.size() - first;
       spawned.clear();
-      // Without a continuation this worker takes one of the queued tasks itself.
-      if (queued > (next ? 0u : 1u)) wake_locked(next ? queued : queued - 1);
+      // Without a next task in hand this worker takes one of the queued
+      // itself, unless the queue binds tasks to workers (it may hold none).
+      const bool takes_one = !(follow || next) && queue_->shared();
+      if (queued > (takes_one ? 1u : 0u)) wake_locked(takes_one ? queued - 1 : queued);
     }
     if (next) {
-      task = std::move(next);  // still counted: no unlock before ++running_
+      task = std::move(next);
+      counted = true;
+    } else if (follow) {
+      task = std::move(follow);  // still counted: no unlock before ++running_
     } else {
       notify_idle_locked();
       task = acquire(index, lk);

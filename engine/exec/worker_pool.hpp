@@ -14,12 +14,14 @@
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <semaphore>
 #include <thread>
 #include <vector>
 
+#include "exec/copy_thread.hpp"
 #include "sched/ready_queue.hpp"
 #include "sched/task.hpp"
 
@@ -36,7 +38,15 @@ struct PoolOptions {
   // Locality on CPUs: a worker runs the first task its last task made ready
   // next, without the queue, so an item goes through its stages on one core
   // while its data is hot; the other ready tasks join the queue in order.
+  // Tasks a GPU-like worker of the pool could run always go to the queue,
+  // where the policy weighs them for the GPUs.
   bool continuation = true;
+  // GPU-like workers take their next task while the current one runs and
+  // move its inputs on a copy thread (upload / compute overlap).
+  bool prefetch = true;
+  // Called on each worker's thread before it takes work (e.g. to pin a GPU's
+  // manager thread near its GPU).
+  std::function<void(const sched::WorkerInfo&)> on_thread_start;
 };
 
 struct PoolStats {
@@ -65,6 +75,7 @@ public:
   const std::vector<sched::WorkerInfo>& workers() const noexcept { return infos_; }
   std::string_view policy() const noexcept { return queue_->name(); }
   PoolStats stats() const;
+  std::size_t queued() const;
 
   // CPU worker infos cpu0..cpu{n-1}.
   static std::vector<sched::WorkerInfo> cpu_workers(int n);
@@ -80,6 +91,7 @@ private:
   struct Slot {
     std::condition_variable cv;
     std::binary_semaphore park{0};
+    std::unique_ptr<CopyThread> copier;  // GPU-like workers with prefetch
     std::atomic<State> state{State::awake};
     std::atomic<bool> running{false};
     std::atomic<std::int64_t> started_ns{0};
@@ -111,7 +123,8 @@ private:
   mutable std::mutex m_;
   std::condition_variable idle_cv_;
   int running_ = 0;
-  int idle_ = 0;  // workers in the idle state: the only ones cheap work may wake
+  int idle_ = 0;
+  sched::KindMask kinds_ = 0;  // the worker kinds in this pool  // workers in the idle state: the only ones cheap work may wake
   std::atomic<bool> stop_{false};
   // Recent task cost; starts high so the first batch wakes everyone until
   // real durations are known.

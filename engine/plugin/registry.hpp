@@ -29,6 +29,7 @@ public:
   OperatorHandle(std::shared_ptr<const LoadedPlugin> plugin, const OperatorFactory& factory)
       : plugin_(std::move(plugin)), factory_(&factory) {}
   const OperatorSpec& spec() const noexcept { return factory_->spec; }
+  const OperatorFactory& factory() const noexcept { return *factory_; }
   const LoadedPlugin& plugin() const noexcept { return *plugin_; }
   std::unique_ptr<Operator> create(const Params& params) const { return factory_->create(params); }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "flowd/item.hpp"
+#include "memory/residency.hpp"
 
 namespace flowd::runtime {
 
@@ -28,10 +29,12 @@ private:
 using CreditPtr = std::shared_ptr<Credit>;
 
 // An item plus the source credits it holds; immutable once made, shared by
-// every consumer of the port it was emitted on.
+// every consumer of the port it was emitted on. `where` tracks the memories
+// holding a valid copy of its array (mutable: copies are a cache).
 struct Carried {
   Item item;
   std::vector<CreditPtr> credits;
+  mutable memory::Residency where = memory::Residency::on_host();
 };
 using CarriedPtr = std::shared_ptr<const Carried>;
 

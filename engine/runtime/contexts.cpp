@@ -1,6 +1,26 @@
 #include "runtime/contexts.hpp"
 
+#include <chrono>
+#include <thread>
+
 namespace flowd::runtime {
+
+template <class Base> void ContextImpl<Base>::simulate_compute(double seconds) {
+  // Sleeps in slices so a cancelled run does not wait out a long simulation.
+  auto left = std::chrono::duration<double>(seconds * time_scale_);
+  const auto slice = std::chrono::duration<double>(0.05);
+  while (left.count() > 0 && !cancelled()) {
+    const auto d = std::min(left, slice);
+    std::this_thread::sleep_for(d);
+    left -= d;
+  }
+}
+
+template class ContextImpl<Context>;
+template class ContextImpl<EmitContext>;
+template class ContextImpl<GpuContext>;
+template class ContextImpl<SourceContext>;
+template class ContextImpl<SinkContext>;
 
 void Emitted::add(const workflow::StageNode& node, std::size_t port, Item item) {
   const auto& outputs = node.spec().outputs;

@@ -5,36 +5,51 @@
 #include <utility>
 #include <vector>
 
+#include "flowd/gpu.hpp"
+#include "memory/device.hpp"
 #include "runtime/carried.hpp"
 #include "util/log.hpp"
 #include "workflow/graph.hpp"
 
 namespace flowd::runtime {
 
+// A task's inputs as its variant sees them: host items for a CPU variant,
+// device items for a GPU variant (see placement.hpp). Null for an
+// unconnected optional port.
+struct Inputs {
+  std::string key;
+  std::vector<const Item*> items;
+};
+
 template <class Base>
 class ContextImpl : public Base {
 public:
-  ContextImpl(const workflow::StageNode& node, const Tuple* tuple, Logger& log, const std::atomic<bool>& stop)
-      : node_(node), tuple_(tuple), log_(log), stop_(stop) {}
+  ContextImpl(const workflow::StageNode& node, const Inputs* inputs, Logger& log, const std::atomic<bool>& stop)
+      : node_(node), inputs_(inputs), log_(log), stop_(stop) {}
 
   const std::string& stage() const noexcept override { return node_.name; }
   const OperatorSpec& spec() const noexcept override { return node_.spec(); }
   Device device() const noexcept override { return Device::cpu; }
   bool cancelled() const noexcept override { return stop_.load(std::memory_order_relaxed); }
   void log(LogLevel level, std::string_view message) override {
-    std::string prefix = "[" + node_.name + (tuple_ && !tuple_->key.empty() ? " " + tuple_->key : "") + "] ";
+    std::string prefix = "[" + node_.name + (inputs_ && !inputs_->key.empty() ? " " + inputs_->key : "") + "] ";
     log_.log(level, prefix + std::string(message));
   }
   const Item* find_input(std::size_t port) const noexcept override {
-    if (!tuple_ || port >= tuple_->ports.size() || !tuple_->ports[port]) return nullptr;
-    return &tuple_->ports[port]->item;
+    if (!inputs_ || port >= inputs_->items.size()) return nullptr;
+    return inputs_->items[port];
   }
+  void simulate_compute(double seconds) override;
+
+  // On a simulated GPU, modelled compute takes 1 / speedup of its time.
+  void set_time_scale(double s) noexcept { time_scale_ = s; }
 
 protected:
   const workflow::StageNode& node_;
-  const Tuple* tuple_;
+  const Inputs* inputs_;
   Logger& log_;
   const std::atomic<bool>& stop_;
+  double time_scale_ = 1.0;
 };
 
 // Collects emitted items after checking them against the output ports.
@@ -56,6 +71,22 @@ public:
   Emitted out;
 };
 
+class GpuContextImpl final : public ContextImpl<GpuContext> {
+public:
+  GpuContextImpl(const workflow::StageNode& node, const Inputs* inputs, Logger& log, const std::atomic<bool>& stop,
+                 memory::Device& dev)
+      : ContextImpl(node, inputs, log, stop), dev_(dev) {}
+  Device device() const noexcept override { return Device::gpu; }
+  void emit(std::size_t port, Item item) override { out.add(node_, port, std::move(item)); }
+  int gpu() const noexcept override { return dev_.ordinal(); }
+  void* stream() const noexcept override { return dev_.compute_stream(); }
+  Array allocate(DType dtype, std::span<const std::int64_t> shape) override { return dev_.allocate(dtype, shape); }
+  Emitted out;
+
+private:
+  memory::Device& dev_;
+};
+
 class SourceContextImpl final : public ContextImpl<SourceContext> {
 public:
   using ContextImpl::ContextImpl;
@@ -67,9 +98,9 @@ public:
 
 class SinkContextImpl final : public ContextImpl<SinkContext> {
 public:
-  SinkContextImpl(const workflow::StageNode& node, const Tuple* tuple, Logger& log, const std::atomic<bool>& stop,
+  SinkContextImpl(const workflow::StageNode& node, const Inputs* inputs, Logger& log, const std::atomic<bool>& stop,
                   const Json& provenance)
-      : ContextImpl(node, tuple, log, stop), provenance_(provenance) {}
+      : ContextImpl(node, inputs, log, stop), provenance_(provenance) {}
   const Json& provenance() const noexcept override { return provenance_; }
 
 private:

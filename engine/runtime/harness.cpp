@@ -17,19 +17,19 @@ OperatorHarness::OperatorHarness(plugin::OperatorHandle handle, const Json& para
 
 OperatorHarness::~OperatorHarness() = default;
 
-Tuple OperatorHarness::tuple_of(std::vector<Item> inputs) const {
-  if (inputs.size() > spec().inputs.size())
-    throw Error(spec().name + ": " + std::to_string(inputs.size()) + " inputs given, " +
+Inputs OperatorHarness::inputs_of(std::vector<Item>& held) const {
+  if (held.size() > spec().inputs.size())
+    throw Error(spec().name + ": " + std::to_string(held.size()) + " inputs given, " +
                 std::to_string(spec().inputs.size()) + " declared");
-  Tuple t;
-  t.key = inputs.empty() ? std::string() : inputs.front().meta.key;
-  for (auto& item : inputs) t.ports.push_back(std::make_shared<const Carried>(Carried{std::move(item), {}}));
-  return t;
+  Inputs in;
+  in.key = held.empty() ? std::string() : held.front().meta.key;
+  for (const auto& item : held) in.items.push_back(&item);
+  return in;
 }
 
 OperatorHarness::Emitted OperatorHarness::map(std::vector<Item> inputs) {
-  Tuple t = tuple_of(std::move(inputs));
-  MapContextImpl ctx(node_, &t, log_, stop_);
+  const Inputs in = inputs_of(inputs);
+  MapContextImpl ctx(node_, &in, log_, stop_);
   static_cast<const Map&>(*node_.op).cpu(ctx);
   ctx.out.check_required(node_);
   return std::move(ctx.out.items());
@@ -56,8 +56,8 @@ void OperatorHarness::consume(std::vector<Item> inputs) {
     sink.open(ctx);
     sink_open_ = true;
   }
-  Tuple t = tuple_of(std::move(inputs));
-  SinkContextImpl ctx(node_, &t, log_, stop_, provenance);
+  const Inputs in = inputs_of(inputs);
+  SinkContextImpl ctx(node_, &in, log_, stop_, provenance);
   sink.consume(ctx);
 }
 
@@ -76,7 +76,7 @@ void OperatorHarness::abort() { static_cast<Sink&>(*node_.op).abort(); }
 Item OperatorHarness::reduce(const std::vector<Item>& items) {
   if (items.empty()) throw Error(spec().name + ": reduce of no items");
   const auto& op = static_cast<const Reduce&>(*node_.op);
-  Tuple none;
+  const Inputs none;
   ReduceContextImpl ctx(node_, &none, log_, stop_);
   Item acc = op.lift(ctx, items.front());
   for (std::size_t i = 1; i < items.size(); ++i) acc = op.merge(ctx, std::move(acc), op.lift(ctx, items[i]));

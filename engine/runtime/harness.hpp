@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "plugin/registry.hpp"
-#include "runtime/carried.hpp"
+#include "runtime/contexts.hpp"
 #include "util/log.hpp"
 #include "workflow/graph.hpp"
 
@@ -43,7 +43,8 @@ public:
   Json provenance = Json::object();
 
 private:
-  Tuple tuple_of(std::vector<Item> inputs) const;
+  // Checks the count of inputs and points `in` at them (kept in `held`).
+  Inputs inputs_of(std::vector<Item>& held) const;
 
   workflow::StageNode node_;
   Logger& log_;

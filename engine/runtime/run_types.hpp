@@ -8,17 +8,51 @@
 #include <vector>
 
 #include "flowd/item.hpp"
+#include "sched/perf_model.hpp"
+#include "sched/task.hpp"
+#include "trace/recorder.hpp"
 
 namespace flowd::runtime {
 
+// Which GPU workers a run gets (--gpu): none, every GPU found, a number of
+// them, or simulated ones ("sim:N[:scale]", scale multiplying every estimated
+// speedup, e.g. 0.5 for a GPU half as fast as the model says).
+struct GpuSpec {
+  enum class Mode { none, all, count, sim };
+  Mode mode = Mode::none;
+  int count = 0;
+  double scale = 1.0;
+
+  // Throws flowd::Error saying what is accepted.
+  static GpuSpec parse(const std::string& text);
+  std::string str() const;
+};
+
 struct RunOptions {
   int cpu_workers = 0;         // 0: one per hardware thread
-  std::string scheduler = "fcfs";
+  GpuSpec gpus;
+  std::string scheduler = "pats";  // pats | fcfs | heft
+  bool locality = true;        // the data-locality rule on GPUs, continuation on CPUs
+  bool prefetch = true;        // GPU-like workers move the next task's inputs during the current one
+  std::optional<double> transfer_impact;  // override the measured share of transfer time (DL rule)
+  double sim_bandwidth = 12e9;  // bytes/s of a simulated GPU's transfers
+  // Confounds speedup estimates for sensitivity experiments (Region
+  // Templates, Fig. 17): speedups below the median are raised and those above
+  // lowered by this fraction.
+  double speedup_error = 0;
   bool keep_going = false;     // record failed items and continue
   int max_in_flight = 0;       // source items alive at once, per source; 0: 2 x workers
+  std::uint64_t item_limit = 0;  // stop each source after this many items (0: all)
+  bool commit = true;          // false: sinks abort at the end (a measuring run writes nothing)
+  bool prefer_gpu = false;     // what a GPU-like worker can run runs only there (calibration, GPU-only runs)
   // Polled by the run; set it (e.g. from a SIGINT handler) to stop cleanly.
   const std::atomic<bool>* interrupt = nullptr;
   Json provenance = Json::object();  // handed to sinks
+  // Learnt durations; the run reads estimates and records what it measures.
+  // Null: a model for this run only.
+  sched::PerfModel* model = nullptr;
+  // Trace events, when enabled.
+  trace::Recorder* recorder = nullptr;
 };
 
 struct TaskFailure {
@@ -32,6 +66,7 @@ struct StageProgress {
   std::string name;
   std::string op;
   std::uint64_t tasks_done = 0;
+  std::uint64_t on_gpu = 0;   // tasks run on a GPU-like worker
   std::uint64_t items_out = 0;
   std::uint64_t failures = 0;
   std::uint64_t running = 0;
@@ -54,6 +89,11 @@ struct RunReport {
   std::vector<TaskFailure> failures;  // every failure (keep-going) or the first (otherwise)
   std::string error;                  // a run-level problem (sink commit, lost items), if any
   Progress final;
+  std::vector<sched::WorkerInfo> workers;
+  std::string gpu_note;               // why there are no GPUs, or which were simulated
+  std::uint64_t bytes_to_devices = 0;
+  std::uint64_t bytes_to_host = 0;
+  Json config = Json::object();       // what the run used: scheduler, workers, options (for the trace and report)
 };
 
 }  // namespace flowd::runtime

@@ -58,6 +58,10 @@ public:
   // Must not throw: a task reports its own failures (the pool treats an
   // escaping exception as a bug and stops with it).
   virtual void run(TaskEnv& env) = 0;
+  // Moves the task's inputs into `worker`'s memory ahead of run(), on the
+  // worker's copy thread while its previous task computes. Must not throw
+  // (a failure is kept for run() to report).
+  virtual void prefetch(const WorkerInfo& worker) { (void)worker; }
 
   KindMask runs_on = cpu_only;  // worker kinds with a variant for this task
   Estimate est;

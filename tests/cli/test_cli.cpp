@@ -8,6 +8,7 @@
 #include <fstream>
 #include <thread>
 
+#include "flowd/abi.hpp"
 #include "support/helpers.hpp"
 
 namespace fs = std::filesystem;
@@ -72,7 +73,7 @@ TEST(Cli, VersionHelpAndUsageErrors) {
   const auto dir = scratch();
   auto v = flowd_cmd(dir, {"--version"});
   EXPECT_EQ(v.code, 0);
-  EXPECT_TRUE(contains(v.out, "flowd 0.1.0 (plugin ABI 1)")) << v.out;
+  EXPECT_TRUE(contains(v.out, "flowd 0.1.0 (plugin ABI " + std::to_string(flowd::abi_version) + ")")) << v.out;
   auto h = flowd_cmd(dir, {"--help"});
   EXPECT_EQ(h.code, 0);
   EXPECT_TRUE(contains(h.out, "Exit codes")) << h.out;

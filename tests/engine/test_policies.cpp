@@ -2,12 +2,15 @@
 // of worker gets.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <future>
 #include <mutex>
 #include <thread>
 
 #include "exec/worker_pool.hpp"
 #include "sched/fcfs_queue.hpp"
 #include "sched/heft_queue.hpp"
+#include "sched/task_graph.hpp"
 #include "sched/pats_queue.hpp"
 
 using namespace flowd;
@@ -161,6 +164,40 @@ TEST(Heft, CpuOnlyTasksNeverGoToAGpu) {
   int n = 0;
   while (q.pop(cpu0)) ++n;
   EXPECT_EQ(n, 5);
+}
+
+TEST(PoolWithGpus, HeftWakesTheWorkerAReadyTaskWasGivenTo) {
+  // A chain alternating CPU-only tasks with tasks HEFT gives the GPU: every
+  // ready task is bound to the other worker, which sleeps and must be woken
+  // (it once waited forever).
+  class Alternate final : public sched::Task {
+  public:
+    Alternate(int left, std::atomic<int>& ran) : left_(left), ran_(ran) {
+      const bool on_gpu = left % 2 == 0;
+      runs_on = on_gpu ? cpu_gpu : sched::cpu_only;
+      est.speedup = 10;
+      est.cpu_seconds = 0.01f;
+      est.gpu_seconds = 0.001f;
+    }
+    void run(sched::TaskEnv& env) override {
+      ++ran_;
+      if (left_ > 0) env.spawn(std::make_unique<Alternate>(left_ - 1, ran_));
+    }
+
+  private:
+    int left_;
+    std::atomic<int>& ran_;
+  };
+  std::vector<sched::WorkerInfo> workers = {cpu0, {1, WorkerKind::sim_gpu, 0, "sim0"}};
+  exec::WorkerPool pool(std::make_unique<sched::HeftQueue>(), workers);
+  std::atomic<int> ran{0};
+  pool.submit(std::make_unique<Alternate>(200, ran));
+  auto done = std::async(std::launch::async, [&] { pool.wait_idle(); });
+  if (done.wait_for(std::chrono::seconds(20)) != std::future_status::ready) {
+    pool.stop();  // releases wait_idle, so a regression fails instead of hanging
+    FAIL() << "a chain stalled on a HEFT pool after " << ran.load() << " tasks";
+  }
+  EXPECT_EQ(ran.load(), 201);
 }
 
 TEST(PoolWithGpus, EachTaskRunsOnlyWhereItHasAVariantAndGpusTakeTheFastest) {

@@ -12,7 +12,8 @@
 
 namespace flowd {
 
-inline constexpr std::uint32_t abi_version = 1;
+// 2: GPU variants (gpu.hpp), Context::simulate_compute.
+inline constexpr std::uint32_t abi_version = 2;
 
 inline std::string abi_fingerprint() {
   std::string s;

@@ -2,6 +2,7 @@
 // Everything a plugin needs.
 #include "flowd/array.hpp"
 #include "flowd/error.hpp"
+#include "flowd/gpu.hpp"
 #include "flowd/item.hpp"
 #include "flowd/keys.hpp"
 #include "flowd/operator.hpp"

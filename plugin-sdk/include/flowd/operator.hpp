@@ -74,6 +74,12 @@ public:
   virtual bool cancelled() const noexcept = 0;             // long loops should poll this
   virtual void log(LogLevel level, std::string_view message) = 0;
 
+  // Spends `seconds` of one core's computation without doing any: for
+  // synthetic operators in scheduling experiments. It sleeps, so experiments
+  // are not bound by the machine's cores; on a simulated GPU it sleeps
+  // seconds / (the operator's estimated GPU speedup).
+  virtual void simulate_compute(double seconds) = 0;
+
   // The item on an input port; nullptr for an unconnected optional input.
   virtual const Item* find_input(std::size_t port) const noexcept = 0;
 

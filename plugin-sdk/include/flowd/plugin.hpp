@@ -18,6 +18,7 @@
 #include <boost/dll/alias.hpp>
 
 #include "flowd/abi.hpp"
+#include "flowd/gpu.hpp"
 #include "flowd/manifest.hpp"
 #include "flowd/operator.hpp"
 #include "flowd/version.hpp"
@@ -27,6 +28,9 @@ namespace flowd {
 struct OperatorFactory {
   OperatorSpec spec{};
   std::function<std::unique_ptr<Operator>(const Params&)> create{};
+  // The GPU variant of an operator made by `create`, or null when the class
+  // has none (the engine never guesses with a cast across the plugin boundary).
+  const GpuVariant* (*gpu_variant)(const Operator&) = nullptr;
 };
 
 struct PluginDescriptor {
@@ -57,7 +61,14 @@ template <OperatorType Op> OperatorFactory make_factory() {
   OperatorSpec spec = Op::spec();
   spec.pattern = pattern_of<Op>();
   spec.variants = {Device::cpu};
-  return {std::move(spec), [](const Params& p) -> std::unique_ptr<Operator> { return std::make_unique<Op>(p); }};
+  OperatorFactory f{{}, [](const Params& p) -> std::unique_ptr<Operator> { return std::make_unique<Op>(p); }, nullptr};
+  if constexpr (std::derived_from<Op, GpuVariant>) {
+    static_assert(std::derived_from<Op, Map>, "only map operators have GPU variants in this SDK version");
+    spec.variants.push_back(Device::gpu);
+    f.gpu_variant = [](const Operator& o) -> const GpuVariant* { return &static_cast<const Op&>(o); };
+  }
+  f.spec = std::move(spec);
+  return f;
 }
 
 template <OperatorType... Ops> PluginDescriptor make_plugin(std::string name, std::string version, std::string doc) {
