@@ -48,6 +48,35 @@ void WorkerPool::wait_idle() {
   if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
 }
 
+bool WorkerPool::run_one(const sched::WorkerInfo& worker) {
+  std::unique_lock lk(m_);
+  sched::TaskPtr task = stop_.load() ? nullptr : queue_->pop(worker);
+  if (!task) return false;
+  ++running_;
+  const sched::Estimate est = task->est;
+  lk.unlock();
+  sched::TaskEnv env(worker);
+  const std::int64_t start = now_ns();
+  try {
+    task->run(env);
+  } catch (...) {
+    std::lock_guard g(m_);
+    if (!error_) error_ = std::current_exception();
+  }
+  task.reset();
+  const std::int64_t took = now_ns() - start;
+  lk.lock();
+  --running_;
+  ++stats_.tasks_run;
+  queue_->done(worker, est, static_cast<double>(took) * 1e-9);
+  auto& spawned = env.spawned();
+  const std::size_t n = spawned.size();
+  for (auto& t : spawned) queue_->push(std::move(t));
+  if (n) wake_locked(n);
+  notify_idle_locked();
+  return true;
+}
+
 void WorkerPool::stop() {
   {
     std::lock_guard lk(m_);

@@ -68,6 +68,11 @@ public:
   // exception that escaped a task (a bug in that task).
   void wait_idle();
 
+  // Runs one ready task `worker` could run, on the calling thread: a worker
+  // waiting for the sub-tasks of its task helps instead of blocking. False
+  // when there is none.
+  bool run_one(const sched::WorkerInfo& worker);
+
   // Stops the workers after their current tasks; queued tasks are destroyed
   // unrun. Called by the destructor.
   void stop();

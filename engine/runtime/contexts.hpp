@@ -66,9 +66,15 @@ private:
 
 class MapContextImpl final : public ContextImpl<EmitContext> {
 public:
-  using ContextImpl::ContextImpl;
+  MapContextImpl(const workflow::StageNode& node, const Inputs* inputs, Logger& log, const std::atomic<bool>& stop,
+                 SubTasks* sub = nullptr)
+      : ContextImpl(node, inputs, log, stop), sub_(sub) {}
   void emit(std::size_t port, Item item) override { out.add(node_, port, std::move(item)); }
+  SubTasks& subtasks() override { return sub_ ? *sub_ : EmitContext::subtasks(); }
   Emitted out;
+
+private:
+  SubTasks* sub_;
 };
 
 class GpuContextImpl final : public ContextImpl<GpuContext> {

@@ -6,7 +6,7 @@
 namespace flowd::runtime {
 
 OperatorHarness::OperatorHarness(plugin::OperatorHandle handle, const Json& params, Logger& log, std::string stage)
-    : node_{std::move(stage), 0, std::move(handle), {}, nullptr, {}, {}}, log_(log) {
+    : node_{std::move(stage), 0, std::move(handle), {}, {}, nullptr, {}, {}}, log_(log) {
   workflow::Diagnostics d;
   node_.params = workflow::resolve_params(node_.spec(), params, "/params", d);
   if (!d.empty()) throw workflow::ValidationError(node_.spec().name, d.items());
@@ -33,6 +33,27 @@ OperatorHarness::Emitted OperatorHarness::map(std::vector<Item> inputs) {
   static_cast<const Map&>(*node_.op).cpu(ctx);
   ctx.out.check_required(node_);
   return std::move(ctx.out.items());
+}
+
+OperatorHarness::Emitted OperatorHarness::map_on(memory::Device& device, std::vector<Item> inputs) {
+  const auto gpu_of = node_.handle.factory().gpu_variant;
+  if (!gpu_of) throw Error(spec().name + " has no GPU variant");
+  std::vector<Item> on_device;
+  for (auto& item : inputs) {
+    Item d{item.meta, item.value};
+    if (const auto* a = std::get_if<Array>(&item.value)) d.value = device.upload(*a);
+    on_device.push_back(std::move(d));
+  }
+  const Inputs in = inputs_of(on_device);
+  GpuContextImpl ctx(node_, &in, log_, stop_, device);
+  gpu_of(*node_.op)->gpu(ctx);
+  device.synchronize();
+  ctx.out.check_required(node_);
+  Emitted out = std::move(ctx.out.items());
+  for (auto& [port, item] : out)
+    if (auto* a = std::get_if<Array>(&item.value); a && a->placement().residency == Residency::device)
+      item.value = device.download(*a);
+  return out;
 }
 
 OperatorHarness::Emitted OperatorHarness::source(std::size_t limit) {

@@ -9,6 +9,7 @@
 #include <optional>
 #include <vector>
 
+#include "memory/device.hpp"
 #include "plugin/registry.hpp"
 #include "runtime/contexts.hpp"
 #include "util/log.hpp"
@@ -29,6 +30,11 @@ public:
 
   // Map: one task on the given inputs (one per input port, in port order).
   Emitted map(std::vector<Item> inputs);
+  // Map through the GPU variant on `device`: host inputs are uploaded, the
+  // variant runs on the device's stream, outputs come back as host arrays
+  // (for comparing a GPU variant with its CPU twin). Throws flowd::Error if
+  // the operator has no GPU variant.
+  Emitted map_on(memory::Device& device, std::vector<Item> inputs);
   // Source: open() then next() until it returns false or `limit` calls.
   Emitted source(std::size_t limit = std::numeric_limits<std::size_t>::max());
   // What the source last announced with expect(), if anything.

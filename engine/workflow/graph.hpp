@@ -1,6 +1,7 @@
 #pragma once
 // The validated dataflow graph: stages with their operator instances and the
 // edges between their ports. Built only by validate() (validate.hpp).
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -22,6 +23,8 @@ struct StageNode {
   // Declared before `op` so the operator is destroyed while its plugin is
   // still mapped.
   plugin::OperatorHandle handle;
+  // The operators it may run as sub-tasks (OperatorSpec::uses), opened.
+  std::map<std::string, plugin::OperatorHandle, std::less<>> uses;
   Params params;
   std::unique_ptr<Operator> op;
   std::vector<std::optional<PortRef>> inputs;   // producer of each input port (none if unconnected)

@@ -165,7 +165,15 @@ Graph validate(Workflow wf, plugin::Registry& registry) {
     const StageDecl& s = *wf.stage(name);
     try {
       auto handle = registry.open(s.op);
-      StageNode node{name, g.stages.size(), std::move(handle), params[name], nullptr, {}, {}};
+      std::map<std::string, plugin::OperatorHandle, std::less<>> uses;
+      for (const auto& sub : handle.spec().uses) {
+        try {
+          uses.emplace(sub, registry.open(sub));
+        } catch (const std::exception& e) {
+          d.add(pointer({"stages", name, "op"}), "operator '" + s.op + "' runs '" + sub + "' as a sub-task, which cannot be used: " + e.what());
+        }
+      }
+      StageNode node{name, g.stages.size(), std::move(handle), std::move(uses), params[name], nullptr, {}, {}};
       node.op = node.handle.create(node.params);
       node.inputs.resize(node.spec().inputs.size());
       node.consumers.resize(node.spec().outputs.size());

@@ -31,6 +31,7 @@ inline Json to_json(const OperatorSpec& s) {
   j["variants"] = Json::array();
   for (Device d : s.variants) j["variants"].push_back(std::string(name_of(d)));
   if (s.speedup_hint) j["speedup_hint"] = *s.speedup_hint;
+  if (!s.uses.empty()) j["uses"] = s.uses;
   for (const char* side : {"inputs", "outputs"}) {
     j[side] = Json::array();
     for (const auto& p : (side[0] == 'i' ? s.inputs : s.outputs)) j[side].push_back(to_json(p));
@@ -79,6 +80,7 @@ inline OperatorSpec spec_from_json(const Json& j) {
   if (!known) throw Error("manifest: operator '" + s.name + "' has unknown pattern '" + pattern + "'");
   for (const auto& v : j.at("variants")) s.variants.push_back(v.get<std::string>() == "gpu" ? Device::gpu : Device::cpu);
   if (j.contains("speedup_hint")) s.speedup_hint = j["speedup_hint"].get<double>();
+  if (j.contains("uses")) s.uses = j["uses"].get<std::vector<std::string>>();
   for (const auto& p : j.at("inputs")) s.inputs.push_back(port_from_json(p));
   for (const auto& p : j.at("outputs")) s.outputs.push_back(port_from_json(p));
   for (const auto& p : j.at("params")) s.params.push_back(param_from_json(p));

@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include "flowd/item.hpp"
@@ -40,6 +41,9 @@ struct OperatorSpec {
   std::vector<ParamSpec> params{};
   // Expected GPU speedup over one CPU core; seeds the performance model.
   std::optional<double> speedup_hint{};
+  // Operators this one may run as fine-grained sub-tasks (see SubTasks):
+  // opened and checked when the workflow is validated.
+  std::vector<std::string> uses{};
   // Filled in by registration from the operator's base class and the
   // variants it implements; an author never writes these.
   Pattern pattern = Pattern::map;
@@ -108,11 +112,42 @@ protected:
   }
 };
 
+// An output of an earlier sub-task call, as the input of a later one.
+struct SubRef {
+  std::size_t call = 0;
+  std::size_t port = 0;
+};
+using SubInput = std::variant<Item, SubRef>;
+
+// Fine-grained sub-tasks of a map task (Region Templates' two-level
+// dataflow). Each call runs one operator from the spec's `uses` list on its
+// inputs, as a task of its own through the same queue as every task, on the
+// worker the policy picks and with that worker's variant (a GPU variant on a
+// GPU); calls whose inputs are earlier calls' outputs wait for them, and those
+// outputs stay where they were made (on a GPU, for a GPU consumer).
+class SubTasks {
+public:
+  virtual ~SubTasks() = default;
+  // Queues a call of `op` with `params` (validated like a stage's) on one
+  // input per input port; returns its index. Throws flowd::Error for an
+  // operator not in `uses` or bad parameters.
+  virtual std::size_t call(std::string_view op, const Json& params, std::vector<SubInput> inputs) = 0;
+  // Returns when every call so far has run; the worker runs other ready tasks
+  // meanwhile. Throws the first failure ("sub-task op on key: what").
+  virtual void wait() = 0;
+  // What call `call` emitted on `port` (the first item), in host memory.
+  // Valid after wait().
+  virtual const Item& result(std::size_t call, std::size_t port = 0) = 0;
+};
+
 // Adds emission of items on output ports. An item emitted by a map task
 // inherits the input's metadata unless the operator passes its own.
 class EmitContext : public Context {
 public:
   virtual void emit(std::size_t port, Item item) = 0;
+  // This task's sub-tasks. Throws flowd::Error where there are none (sources,
+  // GPU variants, sub-tasks themselves).
+  virtual SubTasks& subtasks() { throw Error("stage '" + stage() + "': sub-tasks are not available here"); }
 
   void emit(std::string_view port, Item item) { emit(output_port(port), std::move(item)); }
   void emit(std::string_view port, Value value) { emit(output_port(port), Item{meta(), std::move(value)}); }
