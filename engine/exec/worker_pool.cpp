@@ -191,12 +191,23 @@ void WorkerPool::park(std::size_t index, std::unique_lock<std::mutex>& lk) {
 sched::TaskPtr WorkerPool::acquire(std::size_t index, std::unique_lock<std::mutex>& lk) {
   Slot& me = *slots_[index];
   const auto& info = infos_[index];
+  queue_->set_free(info, true);
   while (!stop_.load()) {
     if (surplus(index)) {
       park(index, lk);
       continue;
     }
-    if (auto t = queue_->pop(info)) return t;
+    if (auto t = queue_->pop(info)) {
+      queue_->set_free(info, false);
+      return t;
+    }
+    // What is queued is for others: a CPU finds tasks left to free GPU-like
+    // workers, a GPU-like worker tasks it has no variant for (e.g. ones it
+    // spawned, expecting to take one itself). See that they are awake.
+    if (queue_->size() > 0) {
+      if (sched::is_gpu_like(info.kind)) wake_locked(queue_->size());
+      else wake_gpus_locked();
+    }
     me.state = State::idle;
     ++idle_;
     notify_idle_locked();
@@ -204,7 +215,16 @@ sched::TaskPtr WorkerPool::acquire(std::size_t index, std::unique_lock<std::mute
     --idle_;
     me.state = State::awake;
   }
+  queue_->set_free(info, false);
   return nullptr;
+}
+
+void WorkerPool::wake_gpus_locked() {
+  for (std::size_t i = 0; i < slots_.size(); ++i)
+    if (sched::is_gpu_like(infos_[i].kind) && !is_awake(*slots_[i]) && queue_->has_work_for(infos_[i])) {
+      wake_slot_locked(*slots_[i]);
+      ++stats_.wakeups;
+    }
 }
 
 void WorkerPool::loop(std::size_t index) {

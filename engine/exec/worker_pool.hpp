@@ -112,6 +112,7 @@ private:
   static bool is_parked(const Slot& s);
   void wake_locked(std::size_t count);
   void wake_slot_locked(Slot& s);
+  void wake_gpus_locked();
   bool expensive() const noexcept {
     return ewma_ns_.load(std::memory_order_relaxed) >= static_cast<double>(opts_.wake_threshold.count());
   }

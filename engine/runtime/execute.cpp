@@ -297,7 +297,8 @@ void SubGraph::run(std::size_t i, const Tuple& inputs, sched::TaskEnv& env) {
       c.out.resize(sub->node.spec().outputs.size());
       for (auto& [port, item] : ex.out.items()) c.out[port].push_back(st_.carry(std::move(item), {}, &env.worker()));
     } else {
-      c.error = "sub-task " + sub->node.spec().name + " on '" + ex.outcome.key + "': " + ex.outcome.error;
+      c.error = "sub-task " + std::to_string(i) + " (" + sub->node.spec().name + ") on '" + ex.outcome.key +
+                "': " + ex.outcome.error;
     }
     finish_locked(i, ready);
     // Under the lock: once it is released the parent may see nothing pending

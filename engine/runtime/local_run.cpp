@@ -369,8 +369,11 @@ RunReport LocalRun::execute(const Tick& tick, std::chrono::milliseconds interval
     s.open_upstream = node.connected_inputs();
     if (node.spec().pattern == Pattern::source) s.window = std::make_unique<SourceWindow>();
     if (node.handle.factory().gpu_variant) s.gpu = node.handle.factory().gpu_variant(*node.op);
-    if (node.spec().speedup_hint && !st.model.has_gpu_estimate(node.spec().name))
-      st.model.hint(node.spec().name, *node.spec().speedup_hint);
+    auto seed = [&](const OperatorSpec& spec) {
+      if (spec.speedup_hint && !st.model.has_gpu_estimate(spec.name)) st.model.hint(spec.name, *spec.speedup_hint);
+    };
+    seed(node.spec());
+    for (const auto& [name, sub] : node.uses) seed(sub.spec());
   }
   st.speedup_factor = confound(st.graph, st.model, st.opts.speedup_error);
   st.transfers = std::make_unique<Transfers>(st.workers.devices, st.trace, st.model);

@@ -34,14 +34,23 @@ TaskPtr PatsQueue::take(KindMask mask, Bucket::iterator it) {
   return t;
 }
 
+void PatsQueue::set_free(const WorkerInfo& worker, bool free) noexcept {
+  free_[static_cast<int>(worker.kind)] += free ? 1 : -1;
+}
+
 TaskPtr PatsQueue::pop(const WorkerInfo& worker) {
   const KindMask me = bit(worker.kind);
   const bool gpu = is_gpu_like(worker.kind);
+  KindMask free_gpus = 0;
+  if (!gpu && opts_.free_gpu_first)
+    for (const auto k : {WorkerKind::gpu, WorkerKind::sim_gpu})
+      if (free_[static_cast<int>(k)] > 0) free_gpus |= bit(k);
   int best_mask = -1;
   Bucket::iterator chosen;
   for (int m = 1; m < mask_count; ++m) {
     if (!(m & me) || buckets_[m].empty()) continue;
     auto it = best(buckets_[m], gpu);
+    if ((m & free_gpus) && it->first.speedup > 1.0f) continue;  // a free GPU will take it
     const bool better = best_mask < 0 || (gpu ? (it->first.speedup > chosen->first.speedup ||
                                                  (it->first.speedup == chosen->first.speedup && it->first.seq < chosen->first.seq))
                                               : it->first < chosen->first);

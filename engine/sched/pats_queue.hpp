@@ -19,6 +19,11 @@ namespace flowd::sched {
 struct PatsOptions {
   bool locality = true;
   double transfer_impact = 0.2;  // the Region Templates authors' default until measured
+  // A CPU leaves a task with speedup > 1 to a GPU-like worker that is free
+  // to take it (the pool wakes that worker), instead of racing it for the
+  // task; without this a CPU that just spawned a task usually wins, and with
+  // few tasks ready the GPU idles while the CPU runs its best tasks.
+  bool free_gpu_first = true;
 };
 
 class PatsQueue final : public ReadyQueue {
@@ -31,6 +36,7 @@ public:
   TaskPtr pop(const WorkerInfo& worker) override;
   bool has_work_for(const WorkerInfo& worker) const noexcept override;
   std::size_t size() const noexcept override { return size_; }
+  void set_free(const WorkerInfo& worker, bool free) noexcept override;
 
   // The share of transfer time in a GPU task's total time, as measured.
   void set_transfer_impact(double ti) noexcept { opts_.transfer_impact = ti; }
@@ -56,6 +62,7 @@ private:
   std::unordered_map<int, std::map<Key, KindMask>> local_;
   std::uint64_t next_seq_ = 0;
   std::size_t size_ = 0;
+  int free_[3] = {0, 0, 0};  // free workers per WorkerKind
 };
 
 }  // namespace flowd::sched

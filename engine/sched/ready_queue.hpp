@@ -33,6 +33,9 @@ public:
   // pool wake one worker of a kind for cheap tasks; a bound one needs the
   // worker the task was given to.
   virtual bool shared() const noexcept { return true; }
+  // The pool says when a worker starts looking for work (free) and when it
+  // has a task (busy), for policies that leave tasks to free workers.
+  virtual void set_free(const WorkerInfo& worker, bool free) noexcept { (void)worker, (void)free; }
 };
 
 }  // namespace flowd::sched

@@ -239,3 +239,80 @@ TEST(PoolWithGpus, EachTaskRunsOnlyWhereItHasAVariantAndGpusTakeTheFastest) {
   EXPECT_GE(fast_on_gpu, 5);  // the GPU takes the high-speedup tasks
   EXPECT_LE(slow_on_gpu, 1);
 }
+
+TEST(Pats, ACpuLeavesTasksThatAreFasterOnAFreeGpuToIt) {
+  sched::PatsQueue q;
+  q.push(task("recon", 15));
+  q.push(task("even", 1.0f));
+  q.set_free(sim0, true);  // sim0 is looking for work
+  EXPECT_EQ(name_of(q.pop(cpu0)), "even");  // no faster anywhere: the CPU takes it
+  EXPECT_EQ(q.pop(cpu0), nullptr);          // recon is left to sim0
+  q.push(task("cpu-only", 30, sched::cpu_only));
+  q.push(task("real-gpu-only-kind", 30, sched::cpu_only | sched::bit(WorkerKind::gpu)));
+  EXPECT_EQ(name_of(q.pop(cpu0)), "cpu-only");
+  EXPECT_EQ(name_of(q.pop(cpu0)), "real-gpu-only-kind");  // no free worker of a kind that can run it
+  q.set_free(sim0, false);  // sim0 got busy: the CPU may take recon
+  EXPECT_EQ(name_of(q.pop(cpu0)), "recon");
+
+  sched::PatsQueue off(sched::PatsOptions{.free_gpu_first = false});
+  off.push(task("recon", 15));
+  off.set_free(sim0, true);
+  EXPECT_EQ(name_of(off.pop(cpu0)), "recon");
+}
+
+// A GPU-like worker that spawns a task only a CPU can run, while every CPU
+// sleeps, must see a CPU woken (it expected to take the task itself); and a
+// CPU that leaves a task to a sleeping GPU must wake it.
+TEST(PoolWithGpus, TasksForTheOtherKindWakeIt) {
+  class Hop final : public sched::Task {
+  public:
+    Hop(int left, std::atomic<int>& ran, bool on_gpu) : left_(left), ran_(ran) {
+      runs_on = on_gpu ? sched::bit(WorkerKind::sim_gpu) : sched::cpu_only | sched::bit(WorkerKind::sim_gpu);
+      est.speedup = on_gpu ? 10.0f : 5.0f;
+    }
+    void run(sched::TaskEnv& env) override {
+      ++ran_;
+      std::this_thread::sleep_for(std::chrono::microseconds(300));
+      if (left_ > 0) env.spawn(std::make_unique<Hop>(left_ - 1, ran_, left_ % 2 == 0));
+    }
+
+  private:
+    int left_;
+    std::atomic<int>& ran_;
+  };
+  class CpuOnly final : public sched::Task {
+  public:
+    explicit CpuOnly(std::atomic<int>& ran) : ran_(ran) { runs_on = sched::cpu_only; }
+    void run(sched::TaskEnv&) override { ++ran_; }
+
+  private:
+    std::atomic<int>& ran_;
+  };
+  class SpawnsCpuWork final : public sched::Task {
+  public:
+    SpawnsCpuWork(int left, std::atomic<int>& ran) : left_(left), ran_(ran) { runs_on = sched::bit(WorkerKind::sim_gpu); }
+    void run(sched::TaskEnv& env) override {
+      ++ran_;
+      std::this_thread::sleep_for(std::chrono::microseconds(300));
+      env.spawn(std::make_unique<CpuOnly>(ran_));
+      if (left_ > 0) env.spawn(std::make_unique<SpawnsCpuWork>(left_ - 1, ran_));
+    }
+
+  private:
+    int left_;
+    std::atomic<int>& ran_;
+  };
+  for (const bool cpu_only_children : {false, true}) {
+    std::vector<sched::WorkerInfo> workers = {cpu0, cpu1, {2, WorkerKind::sim_gpu, 0, "sim0"}};
+    exec::WorkerPool pool(std::make_unique<sched::PatsQueue>(), workers);
+    std::atomic<int> ran{0};
+    if (cpu_only_children) pool.submit(std::make_unique<SpawnsCpuWork>(50, ran));
+    else pool.submit(std::make_unique<Hop>(100, ran, false));
+    auto done = std::async(std::launch::async, [&] { pool.wait_idle(); });
+    if (done.wait_for(std::chrono::seconds(20)) != std::future_status::ready) {
+      pool.stop();
+      FAIL() << "stalled after " << ran.load() << " tasks (cpu_only_children=" << cpu_only_children << ")";
+    }
+    EXPECT_EQ(ran.load(), cpu_only_children ? 102 : 101);
+  }
+}

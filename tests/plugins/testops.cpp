@@ -235,6 +235,75 @@ private:
   std::string workflow_sha_;
 };
 
+
+// {"i": n} -> {"i": 2n}, spending `cost_ms` of simulated computation; its
+// speedup hint makes simulated GPUs eligible for it.
+class Double final : public Map {
+public:
+  static OperatorSpec spec() {
+    return {.name = "test.double", .doc = "Doubles i.", .inputs = {{"in", "json", ""}}, .outputs = {{"out", "json", ""}},
+            .params = {ParamSpec::number("cost_ms", 0).at_least(0)}, .speedup_hint = 8.0};
+  }
+  explicit Double(const Params& p) : cost_ms_(p.get<double>("cost_ms")) {}
+  void cpu(MapContext& ctx) const override {
+    if (cost_ms_ > 0) ctx.simulate_compute(cost_ms_ * 1e-3);
+    ctx.emit("out", Value(Json{{"i", 2 * ctx.input(0).json()["i"].get<std::int64_t>()}}));
+  }
+
+private:
+  double cost_ms_;
+};
+
+// A two-level task: runs `calls` sub-tasks of test.double on i, i+1, ... (or,
+// with chain, each on the previous one's output) and emits the sum of their
+// results (with chain, the last one's). Call `fail_call` runs test.step told
+// to fail instead; `op` names the operator of every call (to test refusals)
+// and `ref` makes the last call read a call that does not exist.
+class Fanout final : public Map {
+public:
+  static OperatorSpec spec() {
+    return {.name = "test.fanout", .doc = "Sub-tasks.", .inputs = {{"in", "json", ""}}, .outputs = {{"out", "json", ""}},
+            .params = {ParamSpec::integer("calls", 4).at_least(1), ParamSpec::boolean("chain", false),
+                       ParamSpec::integer("fail_call", -1), ParamSpec::string("op", "test.double"),
+                       ParamSpec::number("cost_ms", 0).at_least(0), ParamSpec::boolean("bad_ref", false)},
+            .uses = {"test.double", "test.step"}};
+  }
+  explicit Fanout(const Params& p)
+      : calls_(p.get<std::int64_t>("calls")), fail_call_(p.get<std::int64_t>("fail_call")), chain_(p.get<bool>("chain")),
+        bad_ref_(p.get<bool>("bad_ref")), op_(p.get<std::string>("op")), cost_ms_(p.get<double>("cost_ms")) {}
+  void cpu(MapContext& ctx) const override {
+    const Item& in = ctx.input(0);
+    const std::int64_t i = in.json()["i"].get<std::int64_t>();
+    SubTasks& sub = ctx.subtasks();
+    std::vector<std::size_t> calls;
+    for (std::int64_t k = 0; k < calls_; ++k) {
+      SubInput arg = Item{in.meta, Value(Json{{"i", i + k}})};
+      std::get<Item>(arg).meta.key = in.meta.key + "/" + std::to_string(k);
+      if (chain_ && k > 0) arg = SubRef{calls.back(), 0};
+      if (bad_ref_ && k == calls_ - 1) arg = SubRef{static_cast<std::size_t>(calls_ + 5), 0};
+      if (k == fail_call_)
+        // The key the failing call sees: a chained call gets call 0's output.
+        calls.push_back(sub.call("test.step", {{"fail_key", in.meta.key + "/" + std::to_string(chain_ ? 0 : k)}},
+                                 {std::move(arg)}));
+      else
+        calls.push_back(sub.call(op_, op_ == "test.double" ? Json{{"cost_ms", cost_ms_}} : Json::object(), {std::move(arg)}));
+    }
+    sub.wait();
+    std::int64_t total = 0;
+    if (chain_) total = sub.result(calls.back()).json()["i"].get<std::int64_t>();
+    else
+      for (std::size_t c : calls) total += sub.result(c).json()["i"].get<std::int64_t>();
+    ctx.emit("out", Value(Json{{"i", total}}));
+  }
+
+private:
+  std::int64_t calls_, fail_call_;
+  bool chain_, bad_ref_;
+  std::string op_;
+  double cost_ms_;
+};
+
 }  // namespace
 
-FLOWD_PLUGIN("testops", "1.2.3", "Operators for testing the engine", Count, Step, Liar, Pair, SumI, Record)
+FLOWD_PLUGIN("testops", "1.2.3", "Operators for testing the engine", Count, Step, Liar, Pair, SumI, Record, Double,
+             Fanout)

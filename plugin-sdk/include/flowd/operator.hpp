@@ -133,7 +133,7 @@ public:
   // operator not in `uses` or bad parameters.
   virtual std::size_t call(std::string_view op, const Json& params, std::vector<SubInput> inputs) = 0;
   // Returns when every call so far has run; the worker runs other ready tasks
-  // meanwhile. Throws the first failure ("sub-task op on key: what").
+  // meanwhile. Throws the first failure ("sub-task N (op) on key: what").
   virtual void wait() = 0;
   // What call `call` emitted on `port` (the first item), in host memory.
   // Valid after wait().
