@@ -1,5 +1,6 @@
 // flowd perf: what the performance model has learnt.
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 
 #include <boost/program_options.hpp>
@@ -34,6 +35,10 @@ int cmd_perf(const Args& args) {
   if (!path) {
     std::cerr << "flowd: no performance model location (set FLOWD_PERF_MODEL or --perf-model)\n";
     return exit_usage;
+  }
+  if (!file.empty() && !std::filesystem::exists(*path)) {
+    std::cerr << "flowd: no performance model at " << path->string() << "\n";
+    return exit_invalid;
   }
   try {
     const auto model = sched::PerfModel::load(*path);

@@ -9,39 +9,17 @@
 #include <thread>
 
 #include "flowd/abi.hpp"
+#include "support/cli.hpp"
 #include "support/helpers.hpp"
 
 namespace fs = std::filesystem;
 using flowd::test::scratch;
 using flowd::test::slurp;
+using flowd::test::flowd_cmd;
+using flowd::test::quote;
+using flowd::test::Result;
 
 namespace {
-
-struct Result {
-  int code = -1;
-  std::string out, err;
-};
-
-std::string quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-// Runs flowd in `cwd` with the test plugins on the path and a private cache.
-Result flowd_cmd(const fs::path& cwd, const std::vector<std::string>& args, const std::string& env = "") {
-  std::string cmd = "cd " + quote(cwd.string()) + " && env FLOWD_CACHE_DIR=" + quote((cwd / ".cache").string()) +
-                    " FLOWD_PLUGIN_PATH=" + quote(flowd::test::test_plugins("testops")) + " " + env + " " +
-                    quote(FLOWD_BINARY);
-  for (const auto& a : args) cmd += " " + quote(a);
-  cmd += " >" + quote((cwd / "stdout.txt").string()) + " 2>" + quote((cwd / "stderr.txt").string());
-  const int status = std::system(cmd.c_str());
-  Result r;
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.out = slurp(cwd / "stdout.txt");
-  r.err = slurp(cwd / "stderr.txt");
-  return r;
-}
 
 void write(const fs::path& p, const std::string& text) { std::ofstream(p) << text; }
 

@@ -303,7 +303,19 @@ private:
   double cost_ms_;
 };
 
+// Passes its input on unchanged; its speedup hint makes simulated GPUs
+// eligible for it (residency and transfer tests).
+class Relay final : public Map {
+public:
+  static OperatorSpec spec() {
+    return {.name = "test.relay", .doc = "Identity, GPU-eligible.", .inputs = {{"in", "any", ""}},
+            .outputs = {{"out", "any", ""}}, .params = {}, .speedup_hint = 5.0};
+  }
+  explicit Relay(const Params&) {}
+  void cpu(MapContext& ctx) const override { ctx.emit("out", ctx.input(0)); }
+};
+
 }  // namespace
 
 FLOWD_PLUGIN("testops", "1.2.3", "Operators for testing the engine", Count, Step, Liar, Pair, SumI, Record, Double,
-             Fanout)
+             Fanout, Relay)
