@@ -258,7 +258,7 @@ void WorkerPool::loop(std::size_t index) {
     lk.unlock();
 
     std::future<void> prefetched;
-    if (next) prefetched = me.copier->submit([n = next.get(), &info] { n->prefetch(info); });
+    if (next && next->wants_prefetch(info)) prefetched = me.copier->submit([n = next.get(), &info] { n->prefetch(info); });
     try {
       task->run(env);
     } catch (...) {

@@ -75,6 +75,15 @@ Inputs RunState::place(const Tuple& t, int w, std::vector<Item>& scratch, double
   return in;
 }
 
+bool needs_copy(const Tuple& t, int worker) {
+  for (const auto& p : t.ports)
+    if (p && std::holds_alternative<Array>(p->item.value)) {
+      std::lock_guard lk(p->where.mutex());
+      if (!p->where.valid(worker)) return true;
+    }
+  return false;
+}
+
 void RunState::prefetch_map(const Tuple& t, const sched::WorkerInfo& w) {
   try {
     std::vector<Item> scratch;
@@ -148,6 +157,9 @@ public:
   SubTask(SubGraph& g, std::size_t index, Tuple inputs) : g_(g), index_(index), inputs_(std::move(inputs)) {}
   void run(sched::TaskEnv& env) override;
   void prefetch(const sched::WorkerInfo& w) override;
+  bool wants_prefetch(const sched::WorkerInfo& w) const override {
+    return sched::is_gpu_like(w.kind) && needs_copy(inputs_, w.id);
+  }
   const Tuple& inputs() const noexcept { return inputs_; }
 
 private:

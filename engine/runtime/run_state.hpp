@@ -110,6 +110,8 @@ struct Execution {
 };
 
 std::uint64_t array_bytes(const Tuple& t);
+// Whether some input array of `t` has no valid copy in `worker`'s memory.
+bool needs_copy(const Tuple& t, int worker);
 
 struct RunState {
   RunState(workflow::Graph& g, RunOptions o, Logger& l)
@@ -216,6 +218,9 @@ public:
   // reports any failure as the task's own.
   void prefetch(const sched::WorkerInfo& w) override {
     if (kind_ == Kind::map && sched::is_gpu_like(w.kind)) st_.prefetch_map(tuple_, w);
+  }
+  bool wants_prefetch(const sched::WorkerInfo& w) const override {
+    return kind_ == Kind::map && sched::is_gpu_like(w.kind) && needs_copy(tuple_, w.id);
   }
   const Tuple& tuple() const noexcept { return tuple_; }
 

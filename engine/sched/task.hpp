@@ -62,6 +62,10 @@ public:
   // worker's copy thread while its previous task computes. Must not throw
   // (a failure is kept for run() to report).
   virtual void prefetch(const WorkerInfo& worker) { (void)worker; }
+  // Whether prefetch() would move anything to `worker`: handing a task to the
+  // copy thread costs two thread switches (~20 us), so tasks with nothing to
+  // move skip it.
+  virtual bool wants_prefetch(const WorkerInfo& worker) const { (void)worker; return false; }
 
   KindMask runs_on = cpu_only;  // worker kinds with a variant for this task
   Estimate est;
