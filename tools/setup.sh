@@ -10,7 +10,8 @@ cd "$(dirname "$0")/.."
 what=${1:-build}
 case "$what" in run|test|build) ;; *) echo "usage: $0 run|test|build" >&2; exit 1 ;; esac
 
-tools/install-deps.sh
+# The tests render an HTML report in headless Chromium, so they install it.
+if [[ $what == test ]]; then tools/install-deps.sh --report; else tools/install-deps.sh; fi
 build=${FLOWD_BUILD_DIR:-build}
 jobs=$(nproc)
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
