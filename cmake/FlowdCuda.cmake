@@ -14,7 +14,10 @@ if(NOT FLOWD_WITH_CUDA STREQUAL "OFF")
       set(CMAKE_CUDA_ARCHITECTURES 75 80 86 90)
     endif()
     enable_language(CUDA)
-    set(CMAKE_CUDA_STANDARD 20)
+    # C++17 for .cu files: CMake 3.25 (Debian 12) knows no C++20 flag for
+    # nvcc and refuses to generate a CUDA20 target. The .cu files are
+    # kernels behind plain C++ headers and need nothing newer.
+    set(CMAKE_CUDA_STANDARD 17)
     set(CMAKE_CUDA_STANDARD_REQUIRED ON)
     find_package(CUDAToolkit REQUIRED)
     set(FLOWD_HAVE_CUDA ON)

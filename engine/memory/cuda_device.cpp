@@ -26,11 +26,18 @@ cudaStream_t as_stream(void* s) { return static_cast<cudaStream_t>(s); }
 }  // namespace
 
 BlockPool::~BlockPool() {
+  reclaim();
   for (auto& [size, blocks] : free_)
     for (void* p : blocks) {
       if (kind_ == Kind::device) cudaFree(p);
       else cudaFreeHost(p);
     }
+}
+
+void BlockPool::reclaim() noexcept {
+  std::lock_guard lk(m_);
+  for (auto& [p, c] : pending_) free_[c].push_back(p);
+  pending_.clear();
 }
 
 std::shared_ptr<void> BlockPool::get(std::size_t bytes) {
@@ -55,7 +62,12 @@ std::shared_ptr<void> BlockPool::get(std::size_t bytes) {
 
 void BlockPool::put(void* p, std::size_t size_class) noexcept {
   std::lock_guard lk(m_);
-  free_[size_class].push_back(p);
+  // A device block freed while its GPU task runs (a variant's scratch) may
+  // still be read by kernels queued on the compute stream: it becomes
+  // reusable once that stream has been synchronised (reclaim()). Pinned
+  // blocks are only used by synchronous copies.
+  if (kind_ == Kind::device) pending_.emplace_back(p, size_class);
+  else free_[size_class].push_back(p);
 }
 
 CudaDevice::CudaDevice(int ordinal, std::string name)
@@ -83,6 +95,8 @@ Array CudaDevice::allocate(DType dtype, std::span<const std::int64_t> shape) {
 }
 
 Array CudaDevice::upload(const Array& host_array) {
+  if (host_array.placement().residency == Residency::device)
+    throw Error("GPU " + std::to_string(ordinal_) + ": upload of an array that is already in GPU memory");
   const Array host = host_array.contiguous();
   Array dev = allocate(host.dtype(), host.shape());
   const std::size_t bytes = host.nbytes();
@@ -100,7 +114,9 @@ Array CudaDevice::upload(const Array& host_array) {
 Array CudaDevice::download(const Array& on_device) {
   if (on_device.placement().residency != Residency::device || on_device.placement().device != ordinal_)
     throw Error("GPU " + std::to_string(ordinal_) + ": download of an array that is not in its memory");
-  if (!on_device.is_contiguous()) throw Error("GPU " + std::to_string(ordinal_) + ": download of a strided device array");
+  if (!on_device.is_contiguous())
+    throw Error("GPU " + std::to_string(ordinal_) +
+                ": download of a strided device array (GPU variants must emit contiguous arrays)");
   Array host = Array::uninitialized(on_device.dtype(), on_device.shape());
   const std::size_t bytes = host.nbytes();
   if (bytes == 0) return host;
@@ -116,6 +132,7 @@ Array CudaDevice::download(const Array& on_device) {
 void CudaDevice::synchronize() {
   check(cudaSetDevice(ordinal_), "cudaSetDevice", ordinal_);
   check(cudaStreamSynchronize(as_stream(compute_)), "the GPU variant's stream", ordinal_);
+  device_pool_->reclaim();
 }
 
 }  // namespace flowd::memory

@@ -22,6 +22,9 @@ public:
   ~BlockPool();
   // A block of at least `bytes`, returned to the pool when the owner dies.
   std::shared_ptr<void> get(std::size_t bytes);
+  // Makes device blocks freed so far reusable: call after the compute stream
+  // has been synchronised.
+  void reclaim() noexcept;
 
 private:
   void put(void* p, std::size_t size_class) noexcept;
@@ -29,6 +32,7 @@ private:
   int ordinal_;
   std::mutex m_;
   std::map<std::size_t, std::vector<void*>> free_;
+  std::vector<std::pair<void*, std::size_t>> pending_;  // freed device blocks, not yet reusable
 };
 
 class CudaDevice final : public Device {

@@ -30,7 +30,9 @@ class GpuContext : public EmitContext {
 public:
   virtual int gpu() const noexcept = 0;         // CUDA device ordinal
   virtual void* stream() const noexcept = 0;    // a cudaStream_t on that device
-  // Device memory from flowd's caching pool on this GPU, uninitialised.
+  // Device memory from flowd's caching pool on this GPU, uninitialised. A
+  // temporary may be dropped before its kernels have run: the pool reuses a
+  // block only after the engine has waited for stream().
   virtual Array allocate(DType dtype, std::span<const std::int64_t> shape) = 0;
   Array allocate(DType dtype, std::initializer_list<std::int64_t> shape) {
     return allocate(dtype, std::span<const std::int64_t>(shape.begin(), shape.size()));
