@@ -94,6 +94,12 @@ void RunState::prefetch_map(const Tuple& t, const sched::WorkerInfo& w) {
   }
 }
 
+namespace {
+// Nanoseconds a map task's worker spent running other tasks while it waited
+// for its sub-tasks (defined with SubGraph below).
+std::int64_t helping_ns(const SubTasks* sub) noexcept;
+}  // namespace
+
 Execution RunState::execute(StageState& stats, const workflow::StageNode& node, const GpuVariant* gpu, const Tuple& t,
                             sched::TaskEnv& env, std::int64_t id, std::int64_t parent, SubTasks* sub) {
   const sched::WorkerInfo& w = env.worker();
@@ -132,7 +138,9 @@ Execution RunState::execute(StageState& stats, const workflow::StageNode& node, 
   trace_task(node.spec().name, stats.name(), w, t.key, variant, ex.outcome, id, parent);
   if (ex.outcome.ok) {
     const int sc = sched::PerfModel::size_class(array_bytes(t));
-    const double seconds = static_cast<double>(ex.outcome.end_ns - ex.outcome.start_ns) * 1e-9;
+    // Tasks the worker ran for others while waiting for sub-tasks are not
+    // this operator's time.
+    const double seconds = static_cast<double>(ex.outcome.end_ns - ex.outcome.start_ns - helping_ns(sub)) * 1e-9;
     model.record(node.spec().name,
                  w.kind == sched::WorkerKind::gpu ? sched::Variant::gpu : gpu_like ? sched::Variant::sim : sched::Variant::cpu,
                  sc, seconds);
@@ -207,6 +215,9 @@ private:
   std::condition_variable cv_;
   std::deque<Call> calls_;  // deque: references stay valid as calls are added
   std::size_t pending_ = 0;
+  std::int64_t helped_ns_ = 0;  // running other tasks while waiting (the parent's thread only)
+
+  friend std::int64_t helping_ns(const SubTasks* sub) noexcept;
 };
 
 SubGraph::~SubGraph() {
@@ -324,7 +335,9 @@ void SubGraph::help_until_done() {
   std::unique_lock lk(m_);
   while (pending_ > 0) {
     lk.unlock();
+    const auto t0 = Clock::now();
     const bool ran = st_.pool->run_one(worker_);
+    if (ran) helped_ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count();
     lk.lock();
     if (!ran) cv_.wait_for(lk, std::chrono::milliseconds(1), [&] { return pending_ == 0; });
   }
@@ -352,6 +365,11 @@ const Item& SubGraph::result(std::size_t call, std::size_t port) {
     it = c.host.emplace(port, on_host).first;
   }
   return it->second;
+}
+
+std::int64_t helping_ns(const SubTasks* sub) noexcept {
+  const auto* g = dynamic_cast<const SubGraph*>(sub);
+  return g ? g->helped_ns_ : 0;
 }
 
 void SubTask::run(sched::TaskEnv& env) { g_.run(index_, inputs_, env); }

@@ -153,3 +153,18 @@ TEST(SubTasks, UsesAreListedByInspectAndOpenedAtValidation) {
   ASSERT_EQ(fan.name, "fan");
   EXPECT_EQ(fan.uses.size(), 2u);
 }
+
+TEST(SubTasks, TheParentsModelledTimeExcludesTasksItRanWhileWaiting) {
+  // One CPU worker: the parent runs its own sub-tasks (4 x 10 ms of simulated
+  // compute) while it waits; the model must not charge them to test.fanout.
+  const auto dir = test::scratch();
+  sched::PerfModel model;
+  auto o = options(1);
+  o.model = &model;
+  ASSERT_EQ(run_guarded(fanout(R"("calls": 4, "cost_ms": 10)", (dir / "o.txt").string(), 3), o).status,
+            RunStatus::succeeded);
+  const Json m = model.to_json();
+  const auto mean = [&](const char* op) { return m["operators"][op]["runs"][0]["stats"]["mean"].get<double>(); };
+  EXPECT_GE(mean("test.double"), 0.009);
+  EXPECT_LT(mean("test.fanout"), 0.010) << "the parent was charged its sub-tasks' time";
+}
