@@ -83,11 +83,10 @@ void Gaussian::gpu(GpuContext& ctx) const {
   job.along_cols = cols == 1 ? identity : full;
   job.along_rows = rows == 1 ? identity : full;
   gpu::gaussian_blur(job, ctx.stream());
-  // flowd's device pool hands a freed block to the next allocation at once,
-  // without ordering it after this stream, and the engine's copy threads
-  // allocate concurrently: `scratch` must stay allocated until the kernels
-  // have run. The engine waits for the stream right after gpu() anyway, so
-  // waiting here costs nothing.
+  // Waiting here reports a failed kernel as this operator's error, with its
+  // name; the engine waits for the stream right after gpu() anyway, so it
+  // costs nothing. (`scratch` may be dropped before its kernels run: the
+  // pool reuses a block only after the stream has been waited for.)
   gpu::synchronize(ctx.gpu(), ctx.stream());
   ctx.emit("image", Value(std::move(out)));
 }
