@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Sets up flowd on a Debian machine (dependencies, Release build) and then
-#   run    runs the main job, workflows/default.json, on generated data -> out/default/
+#   run    runs the main job, workflows/nuclei.json, on generated data -> out/nuclei/
 #   test   runs every test (ctest)
 #   build  stops after the build
 # The build directory is build/ (FLOWD_BUILD_DIR to change it).
@@ -18,7 +18,7 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$build" -j "$jobs"
 
 case "$what" in
-  run) exec "$build/bin/flowd" run workflows/default.json ;;
+  run) exec "$build/bin/flowd" run workflows/nuclei.json ;;
   test) exec ctest --test-dir "$build" --output-on-failure -j "$jobs" ;;
   build) ;;
 esac

@@ -23,6 +23,8 @@
 // different streams, and a launch parameter belongs to its launch.
 #include <cuda_runtime.h>
 
+#include "cuda/device_scope.cuh"
+
 #include <climits>
 #include <cmath>
 #include <cstdint>
@@ -192,25 +194,6 @@ void check(cudaError_t e, const char* what) {
     throw std::runtime_error(std::string("image.gaussian on the GPU: ") + what + " failed: " + cudaGetErrorString(e));
 }
 
-// Makes `device` current for one call and restores the caller's device:
-// kernels launch on the current device, and the stream belongs to `device`.
-class DeviceScope {
-public:
-  explicit DeviceScope(int device) : device_(device) {
-    check(cudaGetDevice(&previous_), "cudaGetDevice");
-    if (previous_ != device_) check(cudaSetDevice(device_), "cudaSetDevice");
-  }
-  ~DeviceScope() {
-    if (previous_ != device_) static_cast<void>(cudaSetDevice(previous_));  // nothing useful to do if it fails
-  }
-  DeviceScope(const DeviceScope&) = delete;
-  DeviceScope& operator=(const DeviceScope&) = delete;
-
-private:
-  int device_;
-  int previous_ = 0;
-};
-
 // Launch parameters are limited to 4 KiB.
 static_assert(sizeof(Taps<std::uint32_t>) + 64 <= 4096, "the half kernel no longer fits in the launch parameters");
 static_assert(sizeof(Taps<float>) + 64 <= 4096, "the half kernel no longer fits in the launch parameters");
@@ -299,7 +282,7 @@ void gaussian_blur(const BlurJob& job, void* stream) {
                                 std::to_string(job.channels) + " is outside the supported size");
   if (job.rows == 0 || job.cols == 0) return;
   if (!job.src || !job.dst || !job.scratch) throw std::invalid_argument("gaussian_blur: a null device pointer");
-  DeviceScope on(job.device);
+  cuda::DeviceScope on(job.device, "image.gaussian");
   const auto s = static_cast<cudaStream_t>(stream);
   switch (job.pixel) {
     case Pixel::u8: run<std::uint8_t>(job, s); break;
@@ -309,7 +292,7 @@ void gaussian_blur(const BlurJob& job, void* stream) {
 }
 
 void synchronize(int device, void* stream) {
-  DeviceScope on(device);
+  cuda::DeviceScope on(device, "image.gaussian");
   check(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)), "waiting for the stream");
 }
 

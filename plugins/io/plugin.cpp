@@ -5,6 +5,7 @@
 #include "read_tiles.hpp"
 #include "write_hdf5.hpp"
 #include "write_image.hpp"
+#include "write_mosaic.hpp"
 
 FLOWD_PLUGIN("io", "0.1.0", "Image, tile and HDF5 input/output", flowd::io::ReadImages, flowd::io::ReadTiles,
-             flowd::io::WriteImage, flowd::io::WriteHdf5, flowd::io::ReadHdf5)
+             flowd::io::WriteImage, flowd::io::WriteMosaic, flowd::io::WriteHdf5, flowd::io::ReadHdf5)

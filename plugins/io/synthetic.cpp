@@ -4,17 +4,21 @@
 #include <charconv>
 #include <cmath>
 #include <random>
+#include <stdexcept>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "flowd/error.hpp"
+#include "hne/generate.hpp"
 
 namespace flowd::io {
 
 namespace {
 
-constexpr std::string_view valid_generators = "blobs";
-constexpr std::string_view valid_keys = "width, height, count, seed";
+constexpr std::string_view valid_generators = "blobs, hne";
+constexpr std::string_view blobs_keys = "width, height, count, seed";
+constexpr std::string_view hne_keys = "width, height, count, seed, mpp, density, stain, blur, noise";
 constexpr int max_side = 65536;
 constexpr std::int64_t max_count = 1'000'000;
 
@@ -271,11 +275,43 @@ std::uint64_t parse_number(std::string_view uri, std::string_view key, std::stri
   return v;
 }
 
+double parse_real(std::string_view uri, std::string_view key, std::string_view text) {
+  double v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || !std::isfinite(v))
+    bad_uri(uri, "'" + std::string(key) + "' must be a number, got '" + std::string(text) + "'");
+  return v;
+}
+
+// Shortest text that reads back as the same double, so uri() round-trips.
+std::string real_text(double v) {
+  char buf[64];
+  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  return ec == std::errc() ? std::string(buf, end) : std::to_string(v);
+}
+
+hne::Params hne_params(const SyntheticSpec& spec) {
+  hne::Params p;
+  p.width = spec.width;
+  p.height = spec.height;
+  p.seed = spec.seed;
+  p.mpp = spec.mpp;
+  p.density = spec.density;
+  p.stain = spec.stain;
+  p.blur = spec.blur;
+  p.noise = spec.noise;
+  return p;
+}
+
 }  // namespace
 
 std::string SyntheticSpec::uri() const {
-  return std::string(synthetic_scheme) + generator + "?width=" + std::to_string(width) +
-         "&height=" + std::to_string(height) + "&count=" + std::to_string(count) + "&seed=" + std::to_string(seed);
+  std::string u = std::string(synthetic_scheme) + generator + "?width=" + std::to_string(width) +
+                  "&height=" + std::to_string(height) + "&count=" + std::to_string(count) + "&seed=" + std::to_string(seed);
+  if (generator == "hne")
+    u += "&mpp=" + real_text(mpp) + "&density=" + real_text(density) + "&stain=" + real_text(stain) +
+         "&blur=" + real_text(blur) + "&noise=" + real_text(noise);
+  return u;
 }
 
 std::string SyntheticSpec::key(std::int64_t index) const { return generator + "-" + std::to_string(index); }
@@ -287,9 +323,25 @@ SyntheticSpec parse_synthetic_uri(std::string_view uri) {
   const auto q = rest.find('?');
   SyntheticSpec spec;
   spec.generator = std::string(rest.substr(0, q));
-  if (spec.generator != "blobs")
+  if (spec.generator != "blobs" && spec.generator != "hne")
     bad_uri(uri, "unknown generator '" + spec.generator + "' (valid: " + std::string(valid_generators) + ")");
-  if (q == std::string_view::npos) return spec;
+  const bool is_hne = spec.generator == "hne";
+  const std::string_view valid_keys = is_hne ? hne_keys : blobs_keys;
+  auto check_hne = [&] {
+    if (!is_hne) return;
+    try {
+      hne::validate(hne_params(spec));
+    } catch (const std::invalid_argument& e) {
+      std::string what = e.what();
+      constexpr std::string_view prefix = "flowd::hne: ";
+      if (what.starts_with(prefix)) what.erase(0, prefix.size());
+      bad_uri(uri, what);
+    }
+  };
+  if (q == std::string_view::npos) {
+    check_hne();
+    return spec;
+  }
   std::string_view query = rest.substr(q + 1);
   std::vector<std::string_view> seen;
   while (!query.empty()) {
@@ -307,8 +359,14 @@ SyntheticSpec parse_synthetic_uri(std::string_view uri) {
     else if (key == "height") spec.height = static_cast<int>(parse_number(uri, key, value, 1, max_side));
     else if (key == "count") spec.count = static_cast<std::int64_t>(parse_number(uri, key, value, 1, max_count));
     else if (key == "seed") spec.seed = parse_number(uri, key, value, 0, UINT64_MAX);
+    else if (is_hne && key == "mpp") spec.mpp = parse_real(uri, key, value);
+    else if (is_hne && key == "density") spec.density = parse_real(uri, key, value);
+    else if (is_hne && key == "stain") spec.stain = parse_real(uri, key, value);
+    else if (is_hne && key == "blur") spec.blur = parse_real(uri, key, value);
+    else if (is_hne && key == "noise") spec.noise = parse_real(uri, key, value);
     else bad_uri(uri, "unknown key '" + std::string(key) + "' (valid: " + std::string(valid_keys) + ")");
   }
+  check_hne();
   return spec;
 }
 
@@ -331,6 +389,13 @@ cv::Mat synthetic_blobs(int width, int height, std::uint64_t index, std::uint64_
 cv::Mat synthetic_image(const SyntheticSpec& spec, std::int64_t index) {
   if (index < 0 || index >= spec.count)
     throw Error("synthetic data set '" + spec.uri() + "' has no image " + std::to_string(index));
+  if (spec.generator == "hne") {
+    try {
+      return hne::generate(hne_params(spec), static_cast<int>(index)).rgb;
+    } catch (const std::invalid_argument& e) {
+      throw Error("synthetic data set '" + spec.uri() + "': " + e.what());
+    }
+  }
   return synthetic_blobs(spec.width, spec.height, static_cast<std::uint64_t>(index), spec.seed);
 }
 

@@ -1,8 +1,10 @@
 #pragma once
 // Generated test images, addressed by URI so a workflow can name them where
-// it would name a file: synthetic:blobs?width=W&height=H&count=N&seed=S.
+// it would name a file: synthetic:blobs?width=W&height=H&count=N&seed=S, or
+// synthetic:hne?...&mpp=X&density=X&stain=X&blur=X&noise=X for the
+// physically modelled H&E tiles of tools/hne (docs/tools.md).
 //
-// The pixels depend only on (width, height, index, seed): the generator uses
+// blobs: the pixels depend only on (width, height, index, seed): it uses
 // std::mt19937_64 (whose output the C++ standard fixes) with its own uniform
 // and normal transforms, integer arithmetic for every per-pixel step that
 // rounds, and IEEE-exact operations (+ - * / sqrt) elsewhere, so any
@@ -16,15 +18,21 @@
 namespace flowd::io {
 
 struct SyntheticSpec {
-  std::string generator = "blobs";
+  std::string generator = "blobs";  // "blobs" or "hne"
   int width = 2048;
   int height = 2048;
   std::int64_t count = 2;
   std::uint64_t seed = 1;
+  // hne only (flowd::hne::Params; its defaults).
+  double mpp = 0.25;
+  double density = 1.0;
+  double stain = 1.0;
+  double blur = 1.0;
+  double noise = 1.0;
 
   // The canonical URI, every query key spelled out.
   std::string uri() const;
-  // "blobs-<index>"
+  // "<generator>-<index>"
   std::string key(std::int64_t index) const;
 };
 
@@ -41,7 +49,8 @@ SyntheticSpec parse_synthetic_uri(std::string_view uri);
 // blur and pixel noise.
 cv::Mat synthetic_blobs(int width, int height, std::uint64_t index, std::uint64_t seed);
 
-// Image `index` (0-based, < spec.count) of a parsed data set.
+// Image `index` (0-based, < spec.count) of a parsed data set, RGB u8. For
+// hne, the image of flowd::hne::generate (its truth labels are dropped).
 cv::Mat synthetic_image(const SyntheticSpec& spec, std::int64_t index);
 
 }  // namespace flowd::io

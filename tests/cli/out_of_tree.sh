@@ -22,7 +22,9 @@ build_and_run() {
   cmake --install "$build" --prefix "$work/prefix" >/dev/null
   test -x "$flowd"
   test -f "$work/prefix/include/flowd/flowd.hpp"
-  "$flowd" plugins | grep -q "image.gaussian"  # the installed binary finds the installed plugins
+  # (grep reads everything: with -q it would exit at the first match and the
+  # writer, under pipefail, would fail on SIGPIPE once the listing is long)
+  "$flowd" plugins | grep "image.gaussian" >/dev/null  # the installed binary finds the installed plugins
 
   step "build the example plugin against the installed package (version 1.0.0)"
   cmake -S "$example" -B "$work/ext" -G Ninja -DCMAKE_PREFIX_PATH="$work/prefix" \

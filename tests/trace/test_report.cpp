@@ -441,15 +441,12 @@ TEST(Report, RendersMeasuredSpeedupsAndNoBannerForRealGpus) {
   EXPECT_EQ(occurrences(d, "data-utilization="), 5u);
 }
 
-// 100 000 spans: the page stays a few megabytes and is produced quickly.
+// 100 000 spans: the page stays a few megabytes.
 TEST(Report, LargeTraceStaysCompact) {
   const RunTrace t = realistic_trace(17'000);
   ASSERT_GT(t.spans.size(), 100'000u);
-  const auto t0 = std::chrono::steady_clock::now();
   const std::string html = html_report(t);
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_LT(html.size(), 80u * t.spans.size()) << "more than 80 bytes per span";
-  EXPECT_LT(seconds, 5.0);
   EXPECT_EQ(embedded_data(html).at("spans").at("key").size(), t.spans.size());
 }
 

@@ -1,0 +1,141 @@
+#pragma once
+// The segmentation operations of the nuclei plugin as flowd operators, each
+// usable as a stage of its own and as a sub-task of nuclei.segment
+// (segment_stage.hpp). The CPU variants call segment/segment.hpp, the GPU
+// variants their CUDA twins (segment/gpu/segment_gpu.hpp), which give the same
+// results.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <flowd/flowd.hpp>
+
+#if FLOWD_WITH_CUDA
+#include <flowd/gpu.hpp>
+#define FLOWD_NUCLEI_GPU , public GpuVariant
+#define FLOWD_NUCLEI_GPU_METHOD void gpu(GpuContext& ctx) const override;
+#else
+#define FLOWD_NUCLEI_GPU
+#define FLOWD_NUCLEI_GPU_METHOD
+#endif
+
+namespace flowd::nuclei {
+
+class TissueOp final : public Map FLOWD_NUCLEI_GPU {
+public:
+  static OperatorSpec spec();
+  explicit TissueOp(const Params& p);
+  void cpu(MapContext& ctx) const override;
+  FLOWD_NUCLEI_GPU_METHOD
+private:
+  int level_;
+};
+
+class RbcOp final : public Map FLOWD_NUCLEI_GPU {
+public:
+  static OperatorSpec spec();
+  explicit RbcOp(const Params& p);
+  void cpu(MapContext& ctx) const override;
+  FLOWD_NUCLEI_GPU_METHOD
+private:
+  int rg_q8_, rb_q8_, level_;
+};
+
+class DeconvolveOp final : public Map FLOWD_NUCLEI_GPU {
+public:
+  static OperatorSpec spec();
+  explicit DeconvolveOp(const Params& p);
+  void cpu(MapContext& ctx) const override;
+  FLOWD_NUCLEI_GPU_METHOD
+private:
+  int stain_;
+  double od_max_;
+};
+
+class OpenOp final : public Map FLOWD_NUCLEI_GPU {
+public:
+  static OperatorSpec spec();
+  explicit OpenOp(const Params& p);
+  void cpu(MapContext& ctx) const override;
+  FLOWD_NUCLEI_GPU_METHOD
+private:
+  int radius_;
+  std::vector<int> half_widths_;
+};
+
+// ReconToNuclei: reconstruction of the opened image under the original, then
+// the nuclear threshold (threshold < 0: the reconstruction itself).
+class ReconstructOp final : public Map FLOWD_NUCLEI_GPU {
+public:
+  static OperatorSpec spec();
+  explicit ReconstructOp(const Params& p);
+  void cpu(MapContext& ctx) const override;
+  FLOWD_NUCLEI_GPU_METHOD
+private:
+  int threshold_;
+};
+
+class AreaThresholdOp final : public Map FLOWD_NUCLEI_GPU {
+public:
+  static OperatorSpec spec();
+  explicit AreaThresholdOp(const Params& p);
+  void cpu(MapContext& ctx) const override;
+  FLOWD_NUCLEI_GPU_METHOD
+private:
+  int min_area_, max_area_;
+};
+
+class FillHolesOp final : public Map FLOWD_NUCLEI_GPU {
+public:
+  static OperatorSpec spec();
+  explicit FillHolesOp(const Params& p);
+  void cpu(MapContext& ctx) const override;
+  FLOWD_NUCLEI_GPU_METHOD
+private:
+  int max_hole_area_;
+};
+
+// Pre-watershed: the distance transform of the mask and its h-maxima markers.
+class PreWatershedOp final : public Map FLOWD_NUCLEI_GPU {
+public:
+  static OperatorSpec spec();
+  explicit PreWatershedOp(const Params& p);
+  void cpu(MapContext& ctx) const override;
+  FLOWD_NUCLEI_GPU_METHOD
+private:
+  float h_;
+};
+
+class WatershedOp final : public Map FLOWD_NUCLEI_GPU {
+public:
+  static OperatorSpec spec();
+  explicit WatershedOp(const Params&) {}
+  void cpu(MapContext& ctx) const override;
+  FLOWD_NUCLEI_GPU_METHOD
+};
+
+class LabelOp final : public Map FLOWD_NUCLEI_GPU {
+public:
+  static OperatorSpec spec();
+  explicit LabelOp(const Params&) {}
+  void cpu(MapContext& ctx) const override;
+  FLOWD_NUCLEI_GPU_METHOD
+};
+
+// Final clean-up: drops objects below min_area and numbers the rest 1..n.
+// CPU only: a single pass over labels that go to the host anyway.
+class RelabelOp final : public Map {
+public:
+  static OperatorSpec spec();
+  explicit RelabelOp(const Params& p);
+  void cpu(MapContext& ctx) const override;
+private:
+  int min_area_;
+};
+
+}  // namespace flowd::nuclei
+
+#define FLOWD_NUCLEI_SEGMENT_OPS                                                                                  \
+  flowd::nuclei::TissueOp, flowd::nuclei::RbcOp, flowd::nuclei::DeconvolveOp, flowd::nuclei::OpenOp,             \
+      flowd::nuclei::ReconstructOp, flowd::nuclei::AreaThresholdOp, flowd::nuclei::FillHolesOp,                   \
+      flowd::nuclei::PreWatershedOp, flowd::nuclei::WatershedOp, flowd::nuclei::LabelOp, flowd::nuclei::RelabelOp

@@ -1,0 +1,96 @@
+#pragma once
+// The nuclei segmentation pipeline (Region Templates' order), composed from
+// the operations of segment.hpp. Every parameter is physical (µm, µm²) or
+// relative (fractions of a measured level), so one set of defaults serves 40x
+// and 20x scans of different stain strength; derive() turns them into the
+// concrete integers each operation receives, so running the operations one
+// by one with a Derived gives exactly what segment() gives.
+#include <opencv2/core.hpp>
+
+#include "segment.hpp"
+
+namespace flowd::nuclei {
+
+struct SegmentParams {
+  // Microns per pixel; 0 = estimate_mpp(rgb). 0.25 at 40x, 0.5 at 20x.
+  double mpp = 0;
+  // Glass: mean of R, G, B at or above this is not tissue.
+  int background_level = 220;
+  // Red blood cells: R >= rbc_rg * G and R >= rbc_rb * B (eosin-red, little blue).
+  double rbc_rg = 2.0;
+  double rbc_rb = 1.6;
+  // Haematoxylin optical density that maps to 255 in the deconvolved channel.
+  double od_max = 2.0;
+  // Radius of the opening disk (µm): bright structures narrower than about
+  // twice this (noise, fibres, chromatin specks) cannot seed a nucleus.
+  double open_radius_um = 1.0;
+  // Nuclear threshold between the tissue background level (median of the
+  // haematoxylin channel below Otsu's level) and the nuclear level (median
+  // above it): background + threshold_frac * (nuclear - background).
+  double threshold_frac = 0.3;
+  // Smallest accepted object (µm²) before and after the watershed.
+  double min_area_um2 = 8;
+  // Largest hole filled (µm²): larger enclosed background (a lumen ringed by
+  // nuclei) stays background.
+  double max_hole_um2 = 100;
+  // h of the h-maxima markers as a fraction of the typical nucleus radius:
+  // two touching nuclei are split when each centre is at least h further
+  // from the background than the neck between them.
+  double h_frac = 0.07;
+  double nucleus_radius_um = 2.6;  // typical inscribed radius, for h and mpp estimation
+};
+
+// The integers and levels each operation receives.
+struct Derived {
+  double mpp = 0;
+  int tissue_level = 0;       // tissue_mask / rbc_mask level
+  int rbc_rg_q8 = 0, rbc_rb_q8 = 0;
+  double od_max = 0;          // stain_weights(0, od_max)
+  int open_radius = 0;        // open()
+  int threshold = 0;          // candidates = recon >= threshold
+  int min_area = 0;           // area_threshold(min_area, 0) and the final filter
+  int max_hole_area = 0;      // fill_small_holes()
+  float h = 0;                // watershed_markers()
+};
+
+struct Stages {
+  cv::Mat tissue, rbc, haem, opened, recon, candidates, area, filled, dist, markers, watershed, labels;
+};
+
+// Concrete parameters for this image (estimates mpp when p.mpp == 0 and
+// measures the haematoxylin levels of the tissue).
+Derived derive(const cv::Mat& rgb, const SegmentParams& p);
+// The same without the measured threshold (left 0): everything that follows
+// from the resolution and the parameters alone.
+Derived derive_sizes(double mpp, const SegmentParams& p);
+
+// Labels CV_32S 1..n, 0 = background.
+cv::Mat segment(const cv::Mat& rgb, const SegmentParams& p, Stages* stages = nullptr);
+
+// Microns per pixel from the typical size of nuclei: the median inscribed
+// radius (distance-transform maximum) of the dark objects of a central crop,
+// against p.nucleus_radius_um, snapped to the nearest 0.25 * 2^k (log scale).
+// Returns 0.25 when the image has too few objects to tell.
+double estimate_mpp(const cv::Mat& rgb, const SegmentParams& p = {});
+
+// ---- The steps that are not a single segment.hpp operation ----------------
+
+// The threshold of derive(): from the haematoxylin histogram of tissue
+// pixels that are not red blood cells (Otsu's split, then the class medians).
+int nuclear_threshold(const cv::Mat& haem, const cv::Mat& tissue, const cv::Mat& rbc, double frac);
+
+// Haematoxylin with non-tissue and red-blood-cell pixels zeroed.
+cv::Mat mask_haem(const cv::Mat& haem, const cv::Mat& tissue, const cv::Mat& rbc);
+
+// 255 where grey >= level.
+cv::Mat threshold_mask(const cv::Mat& grey, int level);
+
+// Fills the holes of `mask` (fill_holes) whose area (8-connected) is at most
+// max_hole_area pixels.
+cv::Mat fill_small_holes(const cv::Mat& mask, int max_hole_area);
+
+// Drops labels with fewer than min_area pixels and renumbers the rest 1..n in
+// raster order of their first pixel.
+cv::Mat relabel(const cv::Mat& labels, int min_area, int* count = nullptr);
+
+}  // namespace flowd::nuclei
