@@ -1,5 +1,6 @@
 // flowd plugins / flowd inspect: what the plugin path provides, in the
 // spirit of gst-inspect.
+#include <algorithm>
 #include <iostream>
 
 #include <boost/program_options.hpp>
@@ -60,11 +61,16 @@ void print_operator(const OperatorSpec& s, const plugin::PluginRecord& r) {
             << "Variants      " << variants(s) << "\n";
   if (s.speedup_hint) std::cout << "Speedup hint  " << *s.speedup_hint << "x (GPU over one CPU core)\n";
   std::cout << "\n" << s.doc << "\n";
-  auto ports = [](const char* title, const std::vector<PortSpec>& ps) {
+  // Names as wide as the longest, so the columns stay aligned.
+  std::size_t w = 14;
+  for (const auto& p : s.inputs) w = std::max(w, p.name.size() + 2);
+  for (const auto& p : s.outputs) w = std::max(w, p.name.size() + 2);
+  for (const auto& p : s.params) w = std::max(w, p.name.size() + 2);
+  auto ports = [w](const char* title, const std::vector<PortSpec>& ps) {
     std::cout << "\n" << title << "\n";
     if (ps.empty()) std::cout << "  (none)\n";
     for (const auto& p : ps)
-      std::cout << "  " << pad(p.name, 14) << pad(p.type.str(), 26) << (p.optional ? "optional  " : "          ")
+      std::cout << "  " << pad(p.name, w) << pad(p.type.str(), 26) << (p.optional ? "optional  " : "          ")
                 << p.doc << "\n";
   };
   ports("Inputs", s.inputs);
@@ -72,9 +78,9 @@ void print_operator(const OperatorSpec& s, const plugin::PluginRecord& r) {
   std::cout << "\nParameters\n";
   if (s.params.empty()) std::cout << "  (none)\n";
   for (const auto& p : s.params) {
-    std::cout << "  " << pad(p.name, 14) << pad(p.expectation(), 34)
+    std::cout << "  " << pad(p.name, w) << pad(p.expectation(), 34)
               << (p.default_value ? "default " + p.default_value->dump() : std::string("required")) << "\n";
-    if (!p.description.empty()) std::cout << "  " << pad("", 14) << p.description << "\n";
+    if (!p.description.empty()) std::cout << "  " << pad("", w) << p.description << "\n";
   }
 }
 
