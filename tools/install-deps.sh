@@ -8,7 +8,7 @@
 set -euo pipefail
 
 packages=(
-  g++ cmake ninja-build pkg-config
+  g++ clang cmake ninja-build pkg-config
   libboost-dev libboost-program-options-dev libboost-filesystem-dev   # Asio, DLL (headers), Program_options
   libopencv-core-dev libopencv-imgproc-dev libopencv-imgcodecs-dev   # only the OpenCV modules we use
   libzmq3-dev cppzmq-dev

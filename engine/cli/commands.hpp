@@ -14,5 +14,6 @@ int cmd_plugins(const Args& args);
 int cmd_inspect(const Args& args);
 int cmd_calibrate(const Args& args);
 int cmd_perf(const Args& args);
+int cmd_keygen(const Args& args);
 
 }  // namespace flowd::cli

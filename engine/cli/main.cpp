@@ -16,6 +16,7 @@ constexpr const char* usage = R"(usage: flowd WORKFLOW.json [options]       run 
        flowd inspect OPERATOR|PLUGIN [options] ports, parameters and docs of one operator
        flowd calibrate WORKFLOW.json [options] measure every variant on a sample; update the performance model
        flowd perf [options]                    what the performance model has learnt
+       flowd keygen [NAME] [options]           a CURVE key pair (NAME.key, NAME.pub) for TCP endpoints
        flowd --version | --help
 
 Each command takes --help. Common options: --set name=value, --set stage.param=value,
@@ -24,7 +25,7 @@ Each command takes --help. Common options: --set name=value, --set stage.param=v
 
 Exit codes: 0 ok; 1 bad command line; 2 invalid workflow or plugin (nothing ran);
 3 run failed (nothing written); 4 --keep-going run with failed items; 130 interrupted.
-Documentation: docs/cli.md, docs/workflow-format.md, docs/plugin-sdk.md.)";
+Documentation: docs/cli.md, docs/workflow-format.md, docs/plugin-sdk.md, docs/security.md.)";
 
 }  // namespace
 
@@ -52,6 +53,7 @@ int main(int argc, char** argv) {
     if (first == "inspect") return cmd_inspect(rest);
     if (first == "calibrate") return cmd_calibrate(rest);
     if (first == "perf") return cmd_perf(rest);
+    if (first == "keygen") return cmd_keygen(rest);
     if (!first.empty() && first[0] != '-') return cmd_run(Args(all.begin() + 1, all.end()), all);
     std::cerr << "flowd: unknown option '" << first << "'\n" << usage << "\n";
     return exit_usage;
