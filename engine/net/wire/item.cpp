@@ -107,6 +107,14 @@ Result<Table> parse_table(std::span<const std::byte> payload, const ValueLayout&
 
 // ---- sending ---------------------------------------------------------------
 
+OutgoingItem OutgoingItem::for_transfer(std::uint64_t transfer_id) const {
+  OutgoingItem o = *this;
+  auto d = std::make_shared<ItemData>(*data_);
+  d->transfer_id = transfer_id;
+  o.data_ = std::move(d);
+  return o;
+}
+
 Result<OutgoingItem> OutgoingItem::make(const Item& item, std::uint64_t transfer_id, const EncodeOptions& options) {
   try {
     const Limits& l = options.limits;

@@ -80,6 +80,11 @@ public:
   // An item_chunk message for chunk `index` (any index, for retries).
   Result<OutMessage> chunk(std::uint32_t index, std::uint64_t seq) const;
 
+  // The same item for another transfer. The hashes do not depend on the
+  // transfer id, so serving an item again shares the payload and the hashes
+  // make() computed: no second pass over the bytes.
+  OutgoingItem for_transfer(std::uint64_t transfer_id) const;
+
   std::uint64_t transfer_id() const noexcept { return data_->transfer_id; }
   std::uint64_t payload_bytes() const noexcept { return data_->payload_bytes; }
   std::uint32_t chunk_count() const noexcept { return data_->chunk_count; }

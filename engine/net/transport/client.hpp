@@ -1,0 +1,94 @@
+#pragma once
+// The consumer's side of peer-to-peer item transfer (docs/transport.md):
+// pulls an item from the node that holds it and reassembles it into one
+// buffer, re-requesting lost chunks.
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <zmq.hpp>
+
+#include "flowd/error.hpp"
+#include "flowd/item.hpp"
+#include "net/security/curve.hpp"
+#include "net/transport/server.hpp"
+#include "net/wire/wire.hpp"
+
+namespace flowd::net::transport {
+
+// Every way a fetch can fail; the message names the peer and the item.
+class FetchError : public Error {
+public:
+  enum class Kind { not_found, refused, timed_out, corrupt };
+  FetchError(Kind kind, const std::string& message) : Error(message), kind_(kind) {}
+  Kind kind() const noexcept { return kind_; }
+
+private:
+  Kind kind_;
+};
+
+struct ClientOptions {
+  // Our key pair and the default server key; peers with a key of their own
+  // name it in Peer. Without keys only local endpoints may be fetched from.
+  std::optional<security::ClientCredentials> curve{};
+  // Silence this long (no descriptor, no chunk) counts as loss: the missing
+  // chunks are asked for again. Longer than a chunk takes on the wire.
+  std::chrono::milliseconds retry_interval{std::chrono::seconds(1)};
+  int max_retries = 5;
+  // Messages ZeroMQ buffers per peer before it stops reading (ZMQ_RCVHWM);
+  // the server's window bounds it anyway.
+  int receive_hwm = 16;
+  wire::Limits limits{};
+  // Destination of arrays (e.g. pinned memory); default: host memory, in
+  // transparent huge pages when large (client.cpp says why).
+  wire::ArrayAllocator allocate{};
+  TransportLog log{};
+};
+
+struct Peer {
+  std::string endpoint;
+  std::string server_public_key{};  // empty: ClientOptions::curve's
+};
+
+struct FetchStats {
+  std::uint32_t chunks = 0;
+  std::uint32_t duplicates = 0;
+  std::uint32_t rejected = 0;  // chunks that failed their checks (re-requested)
+  int retries = 0;
+};
+
+// One socket per peer, reused across fetches. Not thread-safe: one client
+// per thread (ZeroMQ sockets belong to one thread at a time).
+class ItemClient {
+public:
+  explicit ItemClient(ClientOptions options = {});
+  ~ItemClient();
+  ItemClient(const ItemClient&) = delete;
+  ItemClient& operator=(const ItemClient&) = delete;
+
+  // The item, complete and verified, or FetchError within `timeout`.
+  Item fetch(const Peer& peer, const wire::ItemId& id, std::chrono::milliseconds timeout);
+  Item fetch(std::string_view endpoint, const wire::ItemId& id, std::chrono::milliseconds timeout) {
+    return fetch(Peer{std::string(endpoint)}, id, timeout);
+  }
+
+  // About the last fetch (for tests and benchmarks).
+  const FetchStats& last_stats() const noexcept { return last_; }
+
+private:
+  zmq::socket_t& socket_for(const Peer& peer);
+  void forget(const Peer& peer);
+
+  ClientOptions options_;
+  zmq::context_t ctx_{1};
+  std::map<std::string, zmq::socket_t> sockets_;
+  std::uint64_t next_transfer_;
+  std::uint64_t seq_ = 0;
+  FetchStats last_{};
+};
+
+}  // namespace flowd::net::transport

@@ -1,0 +1,37 @@
+#include "net/transport/store.hpp"
+
+#include "flowd/error.hpp"
+
+namespace flowd::net::transport {
+
+std::string describe(const wire::ItemId& id) {
+  return "item '" + id.key + "' (version " + std::to_string(id.version) + ", timestamp " +
+         std::to_string(id.timestamp) + ")";
+}
+
+wire::ItemId id_of(const ItemMeta& meta) { return wire::ItemId{meta.key, meta.version, meta.timestamp}; }
+
+void MemoryItemStore::put(std::shared_ptr<const Item> item) {
+  if (!item) throw Error("MemoryItemStore::put: null item");
+  const auto key = key_of(id_of(item->meta));
+  std::lock_guard lock(m_);
+  items_[key] = std::move(item);
+}
+
+bool MemoryItemStore::erase(const wire::ItemId& id) {
+  std::lock_guard lock(m_);
+  return items_.erase(key_of(id)) > 0;
+}
+
+std::size_t MemoryItemStore::size() const {
+  std::lock_guard lock(m_);
+  return items_.size();
+}
+
+std::shared_ptr<const Item> MemoryItemStore::find(const wire::ItemId& id) const {
+  std::lock_guard lock(m_);
+  const auto it = items_.find(key_of(id));
+  return it == items_.end() ? nullptr : it->second;
+}
+
+}  // namespace flowd::net::transport
