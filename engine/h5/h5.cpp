@@ -2,7 +2,7 @@
 
 #include "flowd/error.hpp"
 
-namespace flowd::io::h5 {
+namespace flowd::h5 {
 
 namespace {
 
@@ -307,8 +307,11 @@ std::optional<ColumnType> column_type_of(hid_t type) {
     return std::nullopt;
   }
   const auto d = dtype_of(type);
-  if (!d) return std::nullopt;
-  switch (*d) {
+  return d ? column_type_of(*d) : std::nullopt;
+}
+
+std::optional<ColumnType> column_type_of(DType t) {
+  switch (t) {
     case DType::u8: return ColumnType::u8;
     case DType::i32: return ColumnType::i32;
     case DType::i64: return ColumnType::i64;
@@ -323,4 +326,4 @@ StringBuffer::~StringBuffer() {
     if (p) H5free_memory(p);
 }
 
-}  // namespace flowd::io::h5
+}  // namespace flowd::h5

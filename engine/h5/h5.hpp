@@ -14,7 +14,7 @@
 #include "flowd/dtype.hpp"
 #include "flowd/table.hpp"
 
-namespace flowd::io::h5 {
+namespace flowd::h5 {
 
 // Owns one HDF5 identifier and releases it with the matching H5?close.
 class Id {
@@ -119,6 +119,8 @@ std::optional<DType> dtype_of(hid_t type);
 hid_t native_type(ColumnType t);
 // u8, i32, i64, f32, f64 or (variable-length) string; nullopt otherwise.
 std::optional<ColumnType> column_type_of(hid_t type);
+// The table column type holding a dtype's values, if any.
+std::optional<ColumnType> column_type_of(DType t);
 
 // Frees variable-length strings HDF5 allocated during a read.
 class StringBuffer {
@@ -135,4 +137,4 @@ private:
   std::vector<char*> p_;
 };
 
-}  // namespace flowd::io::h5
+}  // namespace flowd::h5
