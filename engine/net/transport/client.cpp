@@ -8,7 +8,7 @@
 #include <random>
 #include <vector>
 
-#include "net/transport/frames.hpp"
+#include "net/zio/zio.hpp"
 
 namespace flowd::net::transport {
 
@@ -95,7 +95,7 @@ Item ItemClient::fetch(const Peer& peer, const wire::ItemId& id, std::chrono::mi
       auto nack = wire::encode(++seq_, wire::Nack{0, transfer, wire::whole_message, wire::RejectCode::unexpected,
                                                   "consumer gave up"},
                                options_.limits);
-      if (nack) detail::send(socket, {}, *nack, true);
+      if (nack) zio::send(socket, {}, *nack, true);
       socket.set(zmq::sockopt::linger, 100);
     } catch (const zmq::error_t&) {
     }
@@ -109,7 +109,7 @@ Item ItemClient::fetch(const Peer& peer, const wire::ItemId& id, std::chrono::mi
     if (!msg) throw fail(FetchError::Kind::corrupt, "cannot encode a request: " + msg.error().describe());
     // A full pipe means the peer is not reading: the request counts as lost
     // and the retry timer covers it.
-    detail::send(socket, {}, *msg, true);
+    zio::send(socket, {}, *msg, true);
   };
   const auto request = [&](std::vector<std::uint32_t> chunks) {
     send(wire::FetchItem{transfer, id, std::move(chunks)});
@@ -151,7 +151,7 @@ Item ItemClient::fetch(const Peer& peer, const wire::ItemId& id, std::chrono::mi
     zmq::poll(&readable, 1, std::chrono::duration_cast<std::chrono::milliseconds>(wake - now) + std::chrono::milliseconds(1));
     std::vector<zmq::message_t> frames;
     while (frames.clear(), zmq::recv_multipart(socket, std::back_inserter(frames), zmq::recv_flags::dontwait)) {
-      const auto views = detail::views(frames);
+      const auto views = zio::views(frames);
       auto m = wire::decode(views, options_.limits);
       if (!m) {
         // Not ours to answer: a reply we cannot read is lost, and the retry

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "flowd/error.hpp"
-#include "net/transport/frames.hpp"
+#include "net/zio/zio.hpp"
 
 namespace flowd::net::transport {
 
@@ -98,9 +98,7 @@ struct ItemServer::Impl {
   ServerStats stats;
   // Rejection log lines per second: a peer spraying garbage must not flood
   // the log; the count of what was held back is logged with the next line.
-  Clock::time_point log_window{};
-  int log_lines = 0;
-  std::uint64_t log_suppressed = 0;
+  zio::RateLimitedLog rejection_log;
 
   Impl(const ItemStore& s, ServerOptions o) : store(s), options(std::move(o)) {
     if (!options.log) options.log = [](LogLevel, std::string_view) {};
@@ -126,37 +124,9 @@ struct ItemServer::Impl {
     f(stats);
   }
 
-  std::string peer_name(std::vector<zmq::message_t>& frames) const {
-    std::string s = "peer " + detail::hex_id(frames[0].to_string());
-    if (frames.size() > 1) {
-      // Properties of the connection the message came on; absent on inproc.
-      try {
-        s += std::string(" at ") + frames[1].gets("Peer-Address");
-      } catch (const zmq::error_t&) {
-      }
-      if (options.curve) try {
-          s += std::string(" (") + frames[1].gets("User-Id") + ")";
-        } catch (const zmq::error_t&) {
-        }
-    }
-    return s;
-  }
+  std::string peer_name(std::vector<zmq::message_t>& frames) const { return zio::peer_name(frames, options.curve.has_value()); }
 
-  void log_rejection(const std::string& line) {
-    const auto now = Clock::now();
-    if (now - log_window >= std::chrono::seconds(1)) {
-      log_window = now;
-      log_lines = 0;
-    }
-    if (log_lines >= 10) {
-      ++log_suppressed;
-      return;
-    }
-    ++log_lines;
-    std::string note;
-    if (log_suppressed) note = " (" + std::to_string(std::exchange(log_suppressed, 0)) + " similar lines not logged)";
-    options.log(LogLevel::warning, "item server " + line + note);
-  }
+  void log_rejection(const std::string& line) { rejection_log(options.log, "item server " + line); }
 
   void send_nack(const std::string& peer, std::uint64_t ref_seq, std::uint64_t transfer, wire::RejectCode code,
                  std::string reason) {
@@ -164,7 +134,7 @@ struct ItemServer::Impl {
                             options.limits);
     // A nack that meets a full pipe is dropped: the consumer's retry asks
     // again, and blocking here would stall every other transfer.
-    if (msg) detail::send(socket, peer, *msg, true);
+    if (msg) zio::send(socket, peer, *msg, true);
   }
 
   wire::Result<wire::OutgoingItem> make_outgoing(const std::string& peer, const wire::Header& h, const wire::FetchItem& f,
@@ -306,7 +276,7 @@ struct ItemServer::Impl {
       log_rejection("dropped an empty message from " + peer_name(frames));
       return;
     }
-    const auto v = detail::views(frames, 1);
+    const auto v = zio::views(frames, 1);
     auto m = wire::decode(v, options.limits);
     if (!m) {
       count([](ServerStats& s) { ++s.rejected; });
@@ -367,12 +337,12 @@ struct ItemServer::Impl {
         }
         auto expected = chunk;
         const bool lose = chunk >= 0 && drop_chunk.compare_exchange_strong(expected, -1);
-        const auto r = lose ? detail::SendResult::sent : detail::send(socket, t.peer, **msg, true);
-        if (r == detail::SendResult::would_block) {
+        const auto r = lose ? zio::SendResult::sent : zio::send(socket, t.peer, **msg, true);
+        if (r == zio::SendResult::would_block) {
           blocked = true;
-        } else if (r == detail::SendResult::unreachable) {
+        } else if (r == zio::SendResult::unreachable) {
           options.log(LogLevel::debug, "item server: consumer of " + describe(t.item) + " (peer " +
-                                           detail::hex_id(t.peer) + ") is gone; transfer dropped");
+                                           zio::hex_id(t.peer) + ") is gone; transfer dropped");
           drop(it, false);
         } else {
           moved = true;
@@ -405,7 +375,7 @@ struct ItemServer::Impl {
       auto next = std::next(it);
       if (now - it->second.last_activity >= options.idle_timeout) {
         options.log(LogLevel::info, "item server: transfer " + std::to_string(it->second.id) + " of " +
-                                        describe(it->second.item) + " to peer " + detail::hex_id(it->second.peer) +
+                                        describe(it->second.item) + " to peer " + zio::hex_id(it->second.peer) +
                                         " expired (no ack or request for " +
                                         std::to_string(options.idle_timeout.count()) + " ms)");
         drop(it, true);

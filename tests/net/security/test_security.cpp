@@ -18,6 +18,7 @@
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
 
+#include "net/captured_log.hpp"
 #include "net/security/curve.hpp"
 #include "support/cli.hpp"
 #include "support/helpers.hpp"
@@ -29,38 +30,7 @@ using flowd::test::scratch;
 
 namespace {
 
-// Thread-safe: the ZAP and monitor threads log while the test reads.
-struct CapturedLog {
-  std::mutex m;
-  std::vector<std::string> lines;
-  sec::SecurityLog sink() {
-    return [this](LogLevel, std::string_view msg) {
-      std::lock_guard lock(m);
-      lines.emplace_back(msg);
-    };
-  }
-  std::size_t count(const std::string& needle) {
-    std::lock_guard lock(m);
-    std::size_t n = 0;
-    for (const auto& l : lines) n += l.find(needle) != std::string::npos;
-    return n;
-  }
-  // Waits up to `timeout` for a line containing `needle`.
-  bool wait_for(const std::string& needle, std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
-    const auto end = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < end) {
-      if (count(needle) > 0) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return false;
-  }
-  std::string all() {
-    std::lock_guard lock(m);
-    std::string s;
-    for (const auto& l : lines) s += l + "\n";
-    return s;
-  }
-};
+using flowd::nettest::CapturedLog;
 
 zmq::socket_t make_socket(zmq::context_t& ctx, zmq::socket_type type, int rcvtimeo_ms) {
   zmq::socket_t s(ctx, type);

@@ -17,8 +17,9 @@
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
 
+#include "net/captured_log.hpp"
 #include "net/transport/client.hpp"
-#include "net/transport/frames.hpp"
+#include "net/zio/zio.hpp"
 #include "net/transport/server.hpp"
 #include "net/transport/store.hpp"
 
@@ -33,36 +34,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-struct CapturedLog {
-  std::mutex m;
-  std::vector<std::string> lines;
-  tp::TransportLog sink() {
-    return [this](LogLevel, std::string_view msg) {
-      std::lock_guard lock(m);
-      lines.emplace_back(msg);
-    };
-  }
-  std::size_t count(const std::string& needle) {
-    std::lock_guard lock(m);
-    std::size_t n = 0;
-    for (const auto& l : lines) n += l.find(needle) != std::string::npos;
-    return n;
-  }
-  bool wait_for(const std::string& needle, std::chrono::milliseconds timeout = 5s) {
-    const auto end = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < end) {
-      if (count(needle) > 0) return true;
-      std::this_thread::sleep_for(10ms);
-    }
-    return false;
-  }
-  std::string all() {
-    std::lock_guard lock(m);
-    std::string s;
-    for (const auto& l : lines) s += l + "\n";
-    return s;
-  }
-};
+using flowd::nettest::CapturedLog;
 
 // A u8 array whose every byte depends on its position, so a chunk landing
 // at the wrong offset shows.
@@ -420,7 +392,7 @@ TEST(ItemTransport, MalformedRequestsAreLoggedAndServingGoesOn) {
   raw.send(zmq::buffer(damaged.data(), damaged.size()), zmq::send_flags::none);
   std::vector<zmq::message_t> reply;
   ASSERT_TRUE(zmq::recv_multipart(raw, std::back_inserter(reply)));
-  auto nack = wire::decode(tp::detail::views(reply));
+  auto nack = wire::decode(flowd::net::zio::views(reply));
   ASSERT_TRUE(nack) << nack.error().describe();
   ASSERT_TRUE(std::holds_alternative<wire::Nack>(nack->body));
   EXPECT_EQ(std::get<wire::Nack>(nack->body).ref_seq, 77u);
@@ -434,7 +406,7 @@ TEST(ItemTransport, MalformedRequestsAreLoggedAndServingGoesOn) {
   send_all(raw, *hello);
   reply.clear();
   ASSERT_TRUE(zmq::recv_multipart(raw, std::back_inserter(reply)));
-  nack = wire::decode(tp::detail::views(reply));
+  nack = wire::decode(flowd::net::zio::views(reply));
   ASSERT_TRUE(nack && std::holds_alternative<wire::Nack>(nack->body));
   EXPECT_EQ(std::get<wire::Nack>(nack->body).code, wire::RejectCode::unexpected);
 
@@ -444,7 +416,7 @@ TEST(ItemTransport, MalformedRequestsAreLoggedAndServingGoesOn) {
   send_all(raw, extra);
   reply.clear();
   ASSERT_TRUE(zmq::recv_multipart(raw, std::back_inserter(reply)));
-  nack = wire::decode(tp::detail::views(reply));
+  nack = wire::decode(flowd::net::zio::views(reply));
   ASSERT_TRUE(nack && std::holds_alternative<wire::Nack>(nack->body));
   EXPECT_EQ(std::get<wire::Nack>(nack->body).code, wire::RejectCode::frame_count);
   raw.send(zmq::message_t(), zmq::send_flags::none);  // no header to refer to: logged, not answered
@@ -456,7 +428,7 @@ TEST(ItemTransport, MalformedRequestsAreLoggedAndServingGoesOn) {
   send_all(raw, *wire::encode(79, request));
   reply.clear();
   ASSERT_TRUE(zmq::recv_multipart(raw, std::back_inserter(reply)));
-  nack = wire::decode(tp::detail::views(reply));
+  nack = wire::decode(flowd::net::zio::views(reply));
   ASSERT_TRUE(nack && std::holds_alternative<wire::Nack>(nack->body));
   EXPECT_NE(std::get<wire::Nack>(nack->body).reason.find("out of range"), std::string::npos);
 

@@ -1,9 +1,12 @@
-#include "net/transport/frames.hpp"
+#include "net/zio/zio.hpp"
+
+#include <zmq_addon.hpp>
 
 #include <cerrno>
 #include <memory>
+#include <utility>
 
-namespace flowd::net::transport::detail {
+namespace flowd::net::zio {
 
 namespace {
 using Owner = std::shared_ptr<const void>;
@@ -64,4 +67,41 @@ std::string hex_id(const std::string& routing_id) {
   return s;
 }
 
-}  // namespace flowd::net::transport::detail
+std::vector<zmq::message_t> receive(zmq::socket_t& socket) {
+  std::vector<zmq::message_t> frames;
+  if (!zmq::recv_multipart(socket, std::back_inserter(frames), zmq::recv_flags::dontwait)) frames.clear();
+  return frames;
+}
+
+std::string peer_name(std::vector<zmq::message_t>& frames, bool curve) {
+  std::string s = "peer " + hex_id(frames[0].to_string());
+  if (frames.size() > 1) {
+    try {
+      s += std::string(" at ") + frames[1].gets("Peer-Address");
+    } catch (const zmq::error_t&) {
+    }
+    if (curve) try {
+        s += std::string(" (") + frames[1].gets("User-Id") + ")";
+      } catch (const zmq::error_t&) {
+      }
+  }
+  return s;
+}
+
+void RateLimitedLog::operator()(const NetLog& log, const std::string& line) {
+  const auto now = std::chrono::steady_clock::now();
+  if (now - window_ >= std::chrono::seconds(1)) {
+    window_ = now;
+    lines_ = 0;
+  }
+  if (lines_ >= 10) {
+    ++suppressed_;
+    return;
+  }
+  ++lines_;
+  std::string note;
+  if (suppressed_) note = " (" + std::to_string(std::exchange(suppressed_, 0)) + " similar lines not logged)";
+  log(LogLevel::warning, line + note);
+}
+
+}  // namespace flowd::net::zio

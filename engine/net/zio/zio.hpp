@@ -1,15 +1,23 @@
 #pragma once
-// Between wire::OutMessage / wire::FrameView and ZeroMQ messages; shared by
-// the server and the client, not part of the transport's API.
+// ZeroMQ I/O shared by the item transport and the membership protocol:
+// between wire::OutMessage / wire::FrameView and ZeroMQ messages, printable
+// peer names, and rate-limited rejection logs.
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <zmq.hpp>
 
+#include "flowd/operator.hpp"  // LogLevel
 #include "net/wire/wire.hpp"
 
-namespace flowd::net::transport::detail {
+namespace flowd::net::zio {
+
+// Where a network component's log lines go (the engine's Logger, or a test's).
+using NetLog = std::function<void(LogLevel, std::string_view)>;
 
 // A frame that ZeroMQ sends straight from the bytes the OutFrame views: a
 // heap copy of the OutFrame's owner rides along as the hint and is released
@@ -33,4 +41,24 @@ std::vector<wire::FrameView> views(const std::vector<zmq::message_t>& frames, st
 // A printable name for a ROUTER routing id (binary, 5 bytes by default).
 std::string hex_id(const std::string& routing_id);
 
-}  // namespace flowd::net::transport::detail
+// One multipart message if one is waiting; empty otherwise.
+std::vector<zmq::message_t> receive(zmq::socket_t& socket);
+
+// "peer <hex id> at <address> (<CURVE user id>)" for a message received on a
+// ROUTER (frames[0] is the routing id); the address and user id are
+// properties of the connection, absent on inproc.
+std::string peer_name(std::vector<zmq::message_t>& frames, bool curve);
+
+// Rejection lines per second are capped: a peer spraying garbage must not
+// flood the log; the count held back is reported with the next line.
+class RateLimitedLog {
+public:
+  void operator()(const NetLog& log, const std::string& line);
+
+private:
+  std::chrono::steady_clock::time_point window_{};
+  int lines_ = 0;
+  std::uint64_t suppressed_ = 0;
+};
+
+}  // namespace flowd::net::zio
