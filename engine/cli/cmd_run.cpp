@@ -5,11 +5,16 @@
 
 #include <boost/program_options.hpp>
 
+#include "cli/cluster_options.hpp"
+#include "cli/cluster_session.hpp"
 #include "cli/commands.hpp"
 #include "cli/exit_codes.hpp"
 #include "cli/progress_view.hpp"
 #include "cli/setup.hpp"
 #include "cli/signals.hpp"
+#include "net/cluster/launcher.hpp"
+#include "net/cluster/rendezvous.hpp"
+#include "net/node/worker_node.hpp"
 #include "runtime/local_run.hpp"
 #include "runtime/provenance.hpp"
 #include "trace/chrome_trace.hpp"
@@ -170,9 +175,37 @@ int cmd_validate(const Args& args) {
   }
 }
 
+// A rank other than 0 of srun/mpirun: a worker of the coordinator rank 0
+// started (found through FLOWD_COORDINATOR or the rendezvous file).
+int run_as_launched_worker(const net::cluster::LaunchInfo& launch, const CommonOptions& o, const ExecOptions& e,
+                           const ClusterOptions& cluster, const std::vector<std::string>& labels, long rank,
+                           const SignalWatch& signals, Logger& log) {
+  net::node::WorkerNodeOptions w;
+  try {
+    const auto where = net::cluster::resolve_coordinator(net::cluster::process_env(), launch);
+    w.coordinator = where.endpoint;
+    w.curve = worker_credentials(cluster, where.server_public_key);
+    w.name = launch.node + ":rank" + std::to_string(launch.rank);
+    w.data_bind = "tcp://0.0.0.0:*";
+    w.cpus = e.cpu > 0 ? e.cpu : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+    w.gpus = runtime::GpuSpec::parse(e.gpu.empty() ? "all" : e.gpu);
+    w.labels = node_labels(labels, rank);
+    w.interrupt = &signals.interrupted();
+  } catch (const std::exception& ex) {
+    log.error(ex.what());
+    return exit_usage;
+  }
+  log.info("rank " + std::to_string(launch.rank) + " of " + std::to_string(launch.size) + " (" + launch.launcher +
+           "): worker of " + w.coordinator);
+  return run_worker_node(std::move(w), o.plugins, log);
+}
+
 int cmd_run(const Args& args, const std::vector<std::string>& full_command_line) {
   CommonOptions o;
   ExecOptions e;
+  ClusterOptions cluster;
+  std::vector<std::string> labels;
+  long label_rank = 0;
   bool no_progress = false;
   std::string trace_file, report_file;
   po::options_description desc("Options");
@@ -180,8 +213,12 @@ int cmd_run(const Args& args, const std::vector<std::string>& full_command_line)
       ("keep-going,k", po::bool_switch(&e.keep_going), "record failed items and go on; exit 4 if any failed")
       ("trace", po::value(&trace_file), "write a Chrome/Perfetto trace of the run to FILE")
       ("report", po::value(&report_file), "write a self-contained HTML report of the run to FILE")
-      ("no-progress", po::bool_switch(&no_progress), "no progress table or progress log lines");
+      ("no-progress", po::bool_switch(&no_progress), "no progress table or progress log lines")
+      ("label", po::value(&labels)->composing(), "under srun/mpirun: a context label of this rank's worker; repeatable")
+      ("rank", po::value(&label_rank), "under srun/mpirun: this rank's label rank");
   add_exec(desc, e);
+  add_coordinator_options(desc, cluster);
+  add_worker_key_options(desc, cluster);
   add_common(desc, o);
   po::variables_map vm;
   if (auto rc = parse_command(args, desc, "usage: flowd [run] WORKFLOW.json [options]", "workflow", vm)) return *rc;
@@ -192,6 +229,15 @@ int cmd_run(const Args& args, const std::vector<std::string>& full_command_line)
 
   SignalWatch signals;  // before any thread starts, so every thread inherits the mask
   Logger log = make_logger(o);
+  std::optional<net::cluster::LaunchInfo> launch;
+  try {
+    launch = net::cluster::detect_launcher(net::cluster::process_env());
+  } catch (const std::exception& ex) {
+    log.error(ex.what());
+    return exit_usage;
+  }
+  if (launch && launch->size > 1 && !launch->is_coordinator())
+    return run_as_launched_worker(*launch, o, e, cluster, labels, label_rank, signals, log);
   workflow::Graph graph;
   runtime::RunOptions ro;
   sched::PerfModel model;
@@ -210,6 +256,15 @@ int cmd_run(const Args& args, const std::vector<std::string>& full_command_line)
   trace::Recorder recorder(!trace_file.empty() || !report_file.empty());
   ro.recorder = &recorder;
 
+  std::unique_ptr<ClusterSession> session;
+  try {
+    session = ClusterSession::start(cluster, {o.workflow, o.plugins.plugin_path, o.quiet, o.verbose, launch}, graph, ro, log);
+    if (session) ro.remote = &session->coordinator();
+  } catch (const std::exception& ex) {
+    log.error(ex.what());
+    return exit_usage;
+  }
+
   ProgressView view(log, !no_progress && !o.quiet);
   runtime::RunReport report;
   try {
@@ -222,6 +277,13 @@ int cmd_run(const Args& args, const std::vector<std::string>& full_command_line)
     return exit_invalid;
   }
   view.finish(report);
+  if (session) {
+    const auto st = session->coordinator().stats();
+    log.info("cluster: " + std::to_string(st.done) + " tasks on " + std::to_string(st.workers) + " workers, " +
+             std::to_string(st.reassigned) + " reassigned after a loss, " + std::to_string(st.recomputed) +
+             " items recomputed, " + std::to_string(st.stolen) + " stolen");
+    session->finish();
+  }
   save_model(model, model_file, log);
   if (recorder.enabled()) {
     const auto t = recorder.snapshot(report.config);

@@ -4,7 +4,15 @@
 #include <string>
 #include <vector>
 
+#include "util/log.hpp"
+
+namespace flowd::net::node {
+struct WorkerNodeOptions;
+}
+
 namespace flowd::cli {
+
+struct PluginOptions;
 
 using Args = std::vector<std::string>;
 
@@ -15,5 +23,8 @@ int cmd_inspect(const Args& args);
 int cmd_calibrate(const Args& args);
 int cmd_perf(const Args& args);
 int cmd_keygen(const Args& args);
+int cmd_worker(const Args& args);
+// The worker node's loop, for `flowd worker` and launcher ranks > 0 of `flowd run`.
+int run_worker_node(net::node::WorkerNodeOptions options, const PluginOptions& plugins, Logger& log);
 
 }  // namespace flowd::cli

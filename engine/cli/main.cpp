@@ -17,11 +17,14 @@ constexpr const char* usage = R"(usage: flowd WORKFLOW.json [options]       run 
        flowd calibrate WORKFLOW.json [options] measure every variant on a sample; update the performance model
        flowd perf [options]                    what the performance model has learnt
        flowd keygen [NAME] [options]           a CURVE key pair (NAME.key, NAME.pub) for TCP endpoints
+       flowd worker --connect ADDR [options]   a worker node of a cluster run (flowd run --listen ADDR)
        flowd --version | --help
 
 Each command takes --help. Common options: --set name=value, --set stage.param=value,
 --plugin-path DIR, --quiet, --verbose. Running: --cpu N, --gpu none|all|N|sim:N[:scale],
 --scheduler pats|fcfs|heft, --locality on|off, --prefetch on|off, --trace FILE, --report FILE.
+Clusters: --workers N (local processes), --listen ADDR --expect N, --key, --authorised-keys;
+under srun/mpirun rank 0 coordinates and the other ranks are workers (docs/cluster.md).
 
 Exit codes: 0 ok; 1 bad command line; 2 invalid workflow or plugin (nothing ran);
 3 run failed (nothing written); 4 --keep-going run with failed items; 130 interrupted.
@@ -54,6 +57,7 @@ int main(int argc, char** argv) {
     if (first == "calibrate") return cmd_calibrate(rest);
     if (first == "perf") return cmd_perf(rest);
     if (first == "keygen") return cmd_keygen(rest);
+    if (first == "worker") return cmd_worker(rest);
     if (!first.empty() && first[0] != '-') return cmd_run(Args(all.begin() + 1, all.end()), all);
     std::cerr << "flowd: unknown option '" << first << "'\n" << usage << "\n";
     return exit_usage;

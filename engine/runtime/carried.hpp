@@ -28,13 +28,28 @@ private:
 
 using CreditPtr = std::shared_ptr<Credit>;
 
+// An item held by another node of a cluster run (runtime/remote.hpp). The
+// implementation releases it on its holder when the last reference goes.
+class RemoteItem {
+public:
+  virtual ~RemoteItem() = default;
+  // The value, pulled from wherever it lives now (recomputed first when its
+  // holder was lost). Thread-safe; throws flowd::Error saying why it failed.
+  virtual Item fetch() const = 0;
+  // Which node holds it, for messages ("worker 3 (host:pid)").
+  virtual std::string holder() const = 0;
+};
+
 // An item plus the source credits it holds; immutable once made, shared by
 // every consumer of the port it was emitted on. `where` tracks the memories
-// holding a valid copy of its array (mutable: copies are a cache).
+// holding a valid copy of its array (mutable: copies are a cache). An item
+// made on another node has only its metadata here (item.value is empty) and
+// `remote` says where the value is.
 struct Carried {
   Item item;
   std::vector<CreditPtr> credits;
   mutable memory::Residency where = memory::Residency::on_host();
+  std::shared_ptr<const RemoteItem> remote{};
 };
 using CarriedPtr = std::shared_ptr<const Carried>;
 

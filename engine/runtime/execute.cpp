@@ -67,11 +67,31 @@ void RunState::trace_task(const std::string& op, const std::string& stage, const
   trace.span(std::move(span));
 }
 
-Inputs RunState::place(const Tuple& t, int w, std::vector<Item>& scratch, double& moved) {
+Inputs RunState::place(const Tuple& t, int w, std::vector<Item>& scratch, double& moved,
+                       const workflow::StageNode* consumer) {
   Inputs in{t.key, std::vector<const Item*>(t.ports.size(), nullptr)};
   scratch.resize(t.ports.size());
-  for (std::size_t p = 0; p < t.ports.size(); ++p)
-    if (t.ports[p]) in.items[p] = &transfers->to(*t.ports[p], w, scratch[p], &moved);
+  for (std::size_t p = 0; p < t.ports.size(); ++p) {
+    if (!t.ports[p]) continue;
+    const Carried& c = *t.ports[p];
+    if (!c.remote) {
+      in.items[p] = &transfers->to(c, w, scratch[p], &moved);
+      continue;
+    }
+    // Held by another node of a cluster run: pulled here, and checked as
+    // deliver_locked() checks local items.
+    if (w != memory::host)
+      throw Error("item '" + c.item.meta.key + "' is held by " + c.remote->holder() +
+                  " and cannot be placed on a GPU of the coordinator");
+    scratch[p] = c.remote->fetch();
+    if (consumer) {
+      const PortSpec& in_spec = consumer->spec().inputs[p];
+      if (!in_spec.type.accepts(scratch[p].value))
+        throw ItemError(c.item.meta.key, "received " + describe(scratch[p].value) + " from " + c.remote->holder() +
+                                             " on input '" + in_spec.name + "', which expects " + in_spec.type.str());
+    }
+    in.items[p] = &scratch[p];
+  }
   return in;
 }
 
@@ -110,7 +130,7 @@ Execution RunState::execute(StageState& stats, const workflow::StageNode& node, 
   double moved = 0;
   Inputs inputs;
   // Inputs first, then the operator: transfer time is not the operator's.
-  Outcome placed = stats.call(trace, t.key, [&] { inputs = place(t, gpu_like ? w.id : memory::host, scratch, moved); });
+  Outcome placed = stats.call(trace, t.key, [&] { inputs = place(t, gpu_like ? w.id : memory::host, scratch, moved, &node); });
   if (!placed.ok) {
     ex.outcome = placed;
     return ex;
@@ -405,13 +425,15 @@ SubOp& RunState::sub_op(const StageState& s, std::string_view op, const Json& pa
 // ---------------------------------------------------------------------------
 // Stage tasks
 
+Execution RunState::run_map_task(StageState& s, const Tuple& t, sched::TaskEnv& env) {
+  const std::int64_t id = trace.enabled() ? trace.next_id() : -1;
+  SubGraph sub(*this, s, t, env.worker(), id);
+  return execute(s, *s.node, s.gpu, t, env, id, -1, &sub);
+}
+
 void RunState::run_map(StageState& s, Tuple& t, sched::TaskEnv& env) {
   Execution ex;
-  if (!stopping.load()) {
-    const std::int64_t id = trace.enabled() ? trace.next_id() : -1;
-    SubGraph sub(*this, s, t, env.worker(), id);
-    ex = execute(s, *s.node, s.gpu, t, env, id, -1, &sub);
-  }
+  if (!stopping.load()) ex = run_map_task(s, t, env);
   std::lock_guard lk(m);
   if (ex.outcome.ok) route_locked(s, ex.out, t.credits(), &env);
   else if (!ex.outcome.error.empty()) fail_locked(s, ex.outcome.key, ex.outcome.error);
@@ -432,7 +454,7 @@ void RunState::run_sink(StageState& s, sched::TaskEnv& env) {
     double moved = 0;
     Inputs inputs;
     o = s.call(trace, t.key, [&] {
-      inputs = place(t, memory::host, scratch, moved);
+      inputs = place(t, memory::host, scratch, moved, s.node);
       SinkContextImpl ctx(*s.node, &inputs, log, stopping, opts.provenance);
       static_cast<Sink&>(*s.node->op).consume(ctx);
     });
@@ -458,7 +480,7 @@ void RunState::run_reduce(StageState& s, Tuple& t, sched::TaskEnv& env) {
     double moved = 0;
     Inputs inputs;
     o = s.call(trace, t.key, [&] {
-      inputs = place(t, memory::host, scratch, moved);
+      inputs = place(t, memory::host, scratch, moved, s.node);
       ReduceContextImpl ctx(*s.node, &inputs, log, stopping);
       Item acc = op.lift(ctx, *inputs.items[0]);
       // Merge with whatever partials are free until none is left, then park
@@ -515,6 +537,53 @@ void RunState::run_finalize(StageState& s, sched::TaskEnv& env) {
   s.finalized = true;
   s.tasks_done.fetch_add(1);
   task_done_locked(s, &env);
+}
+
+// ---------------------------------------------------------------------------
+// Map tasks run by a cluster (runtime/remote.hpp)
+
+namespace {
+
+// A cluster's answer, routed on a pool thread: the executor may answer from
+// any thread, even inside submit() while the run lock is held.
+class RemoteDoneTask final : public sched::Task {
+public:
+  RemoteDoneTask(RunState& st, StageState& s, Tuple t, RemoteResult r)
+      : st_(st), s_(s), tuple_(std::move(t)), result_(std::move(r)) {}
+  void run(sched::TaskEnv&) override { st_.remote_done(s_, tuple_, std::move(result_)); }
+
+private:
+  RunState& st_;
+  StageState& s_;
+  Tuple tuple_;
+  RemoteResult result_;
+};
+
+}  // namespace
+
+void RunState::submit_remote_locked(StageState& s, Tuple t) {
+  RemoteTask task{s.node->index, t.key, t.ports, {}};
+  task.done = [this, &s, t = std::move(t)](RemoteResult r) mutable {
+    pool->submit(std::make_unique<RemoteDoneTask>(*this, s, std::move(t), std::move(r)));
+  };
+  opts.remote->submit(std::move(task));
+}
+
+void RunState::remote_done(StageState& s, const Tuple& t, RemoteResult r) {
+  s.busy_ns.fetch_add(static_cast<std::int64_t>(r.seconds * 1e9));
+  std::lock_guard lk(m);
+  if (r.ok) {
+    const auto credits = t.credits();
+    for (auto& o : r.outputs) {
+      auto c = std::make_shared<Carried>(Carried{Item{std::move(o.meta), {}}, credits});
+      c->remote = std::move(o.item);
+      route_one_locked(s, o.port, c, nullptr);
+    }
+  } else {
+    fail_locked(s, r.key.empty() ? t.key : r.key, r.error);
+  }
+  s.tasks_done.fetch_add(1);
+  task_done_locked(s, nullptr);
 }
 
 void StageTask::run(sched::TaskEnv& env) {

@@ -87,20 +87,23 @@ CarriedPtr RunState::carry(Item item, std::vector<CreditPtr> credits, const sche
 }
 
 void RunState::route_locked(StageState& from, Emitted& out, const std::vector<CreditPtr>& credits, sched::TaskEnv* env) {
-  for (auto& [port, item] : out.items()) {
-    const CarriedPtr shared = carry(std::move(item), credits, env ? &env->worker() : nullptr);
-    from.items_out.fetch_add(1);
-    const std::string origin = from.name() + "." + from.node->spec().outputs[port].name;
-    for (const auto& ref : from.node->consumers[port]) deliver_locked(stages[ref.stage], ref.port, shared, origin, env);
-  }
+  for (auto& [port, item] : out.items())
+    route_one_locked(from, port, carry(std::move(item), credits, env ? &env->worker() : nullptr), env);
   out.items().clear();
+}
+
+void RunState::route_one_locked(StageState& from, std::size_t port, const CarriedPtr& c, sched::TaskEnv* env) {
+  from.items_out.fetch_add(1);
+  const std::string origin = from.name() + "." + from.node->spec().outputs[port].name;
+  for (const auto& ref : from.node->consumers[port]) deliver_locked(stages[ref.stage], ref.port, c, origin, env);
 }
 
 void RunState::deliver_locked(StageState& to, std::size_t port, const CarriedPtr& c, const std::string& from,
                               sched::TaskEnv* env) {
   const PortSpec& in = to.node->spec().inputs[port];
   const std::string& key = c->item.meta.key;
-  if (!in.type.accepts(c->item.value)) {
+  // An item held by another node is checked where its value is pulled.
+  if (!c->remote && !in.type.accepts(c->item.value)) {
     fail_locked(to, key, "received " + describe(c->item.value) + " from " + from + " on input '" + in.name +
                              "', which expects " + in.type.str());
     return;
@@ -135,6 +138,10 @@ void RunState::dispatch_locked(StageState& s, Tuple t, sched::TaskEnv* env) {
   switch (s.pattern()) {
     case Pattern::map: {
       ++s.active;
+      if (opts.remote && opts.remote->takes(s.node->index)) {
+        submit_remote_locked(s, std::move(t));
+        return;
+      }
       auto task = std::make_unique<StageTask>(*this, s, StageTask::Kind::map, std::move(t));
       estimate(s.op(), s.gpu, task->tuple(), *task);
       submit(std::move(task), env);
@@ -354,35 +361,49 @@ std::map<std::string, double> confound(const workflow::Graph& g, const sched::Pe
 
 }  // namespace
 
-RunReport LocalRun::execute(const Tick& tick, std::chrono::milliseconds interval) {
-  RunState& st = *state_;
-  st.started = Clock::now();
-  st.workers = make_workers(st.opts.cpu_workers, st.opts.gpus, st.opts.sim_bandwidth);
-  st.sim_scale = st.opts.gpus.mode == GpuSpec::Mode::sim ? st.opts.gpus.scale : 1.0;
-  int cpus = 0;
-  for (const auto& w : st.workers.workers) cpus += w.kind == sched::WorkerKind::cpu;
-  st.window = st.opts.max_in_flight > 0 ? st.opts.max_in_flight : 2 * static_cast<int>(st.workers.workers.size());
+void detail::RunState::setup() {
+  started = Clock::now();
+  workers = make_workers(opts.cpu_workers, opts.gpus, opts.sim_bandwidth);
+  sim_scale = opts.gpus.mode == GpuSpec::Mode::sim ? opts.gpus.scale : 1.0;
+  window = opts.max_in_flight > 0 ? opts.max_in_flight : 2 * static_cast<int>(workers.workers.size());
 
-  for (auto& node : st.graph.stages) {
-    StageState& s = st.stages.emplace_back();
+  for (auto& node : graph.stages) {
+    StageState& s = stages.emplace_back();
     s.node = &node;
     s.open_upstream = node.connected_inputs();
     if (node.spec().pattern == Pattern::source) s.window = std::make_unique<SourceWindow>();
     if (node.handle.factory().gpu_variant) s.gpu = node.handle.factory().gpu_variant(*node.op);
     auto seed = [&](const OperatorSpec& spec) {
-      if (spec.speedup_hint && !st.model.has_gpu_estimate(spec.name)) st.model.hint(spec.name, *spec.speedup_hint);
+      if (spec.speedup_hint && !model.has_gpu_estimate(spec.name)) model.hint(spec.name, *spec.speedup_hint);
     };
     seed(node.spec());
     for (const auto& [name, sub] : node.uses) seed(sub.spec());
   }
-  st.speedup_factor = confound(st.graph, st.model, st.opts.speedup_error);
-  st.transfers = std::make_unique<Transfers>(st.workers.devices, st.trace, st.model);
-  for (const auto& w : st.workers.workers) {
+  speedup_factor = confound(graph, model, opts.speedup_error);
+  transfers = std::make_unique<Transfers>(workers.devices, trace, model);
+  for (const auto& w : workers.workers) {
     const bool sim = w.kind == sched::WorkerKind::sim_gpu;
     const char* kind = w.kind == sched::WorkerKind::cpu ? "cpu" : sim ? "sim_gpu" : "gpu";
-    st.trace.track({w.id, w.name, kind, sim});
-    if (sched::is_gpu_like(w.kind)) st.trace.track({copy_track(w.id), w.name + " copy", "copy", sim});
+    trace.track({w.id, w.name, kind, sim});
+    if (sched::is_gpu_like(w.kind)) trace.track({copy_track(w.id), w.name + " copy", "copy", sim});
   }
+}
+
+void detail::RunState::start_pool() {
+  exec::PoolOptions pool_opts;
+  pool_opts.continuation = opts.locality;
+  pool_opts.prefetch = opts.prefetch;
+  auto pin = workers.pin;
+  pool_opts.on_thread_start = [pin](const sched::WorkerInfo& w) {
+    memory::pin_current_thread(pin[static_cast<std::size_t>(w.id)]);
+  };
+  pool = std::make_unique<exec::WorkerPool>(make_queue(opts, opts.transfer_impact.value_or(model.transfer_impact())),
+                                            workers.workers, pool_opts);
+}
+
+RunReport LocalRun::execute(const Tick& tick, std::chrono::milliseconds interval) {
+  RunState& st = *state_;
+  st.setup();
 
   RunReport report;
   report.workers = st.workers.workers;
@@ -406,15 +427,7 @@ RunReport LocalRun::execute(const Tick& tick, std::chrono::milliseconds interval
     }
   }
 
-  exec::PoolOptions pool_opts;
-  pool_opts.continuation = st.opts.locality;
-  pool_opts.prefetch = st.opts.prefetch;
-  auto pin = st.workers.pin;
-  pool_opts.on_thread_start = [pin](const sched::WorkerInfo& w) {
-    memory::pin_current_thread(pin[static_cast<std::size_t>(w.id)]);
-  };
-  st.pool = std::make_unique<exec::WorkerPool>(make_queue(st.opts, st.opts.transfer_impact.value_or(st.model.transfer_impact())),
-                                               st.workers.workers, pool_opts);
+  st.start_pool();
   {
     std::lock_guard lk(st.m);
     for (auto& s : st.stages)
@@ -468,6 +481,8 @@ RunReport LocalRun::execute(const Tick& tick, std::chrono::milliseconds interval
       }
     }
   }
+  // No answer from the cluster after this: what is still out is abandoned.
+  if (st.opts.remote) st.opts.remote->drain();
   st.pool->wait_idle();
   st.pool->stop();
   {

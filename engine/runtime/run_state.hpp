@@ -15,6 +15,7 @@
 #include "runtime/carried.hpp"
 #include "runtime/contexts.hpp"
 #include "runtime/local_run.hpp"
+#include "runtime/remote.hpp"
 #include "runtime/transfers.hpp"
 #include "runtime/workers.hpp"
 
@@ -160,6 +161,11 @@ struct RunState {
     });
   }
 
+  // --- setting up (local_run.cpp) -------------------------------------------
+  // Workers, stage states, transfers and trace tracks; then the pool.
+  void setup();
+  void start_pool();
+
   // --- routing (local_run.cpp; all *_locked run under m) ---------------------
   // Tasks made ready inside a running task go to its worker (env), which runs
   // one of them next; elsewhere (main thread, credit returns) to the pool.
@@ -171,6 +177,7 @@ struct RunState {
   // made it (a GPU-like one) or in host memory.
   CarriedPtr carry(Item item, std::vector<CreditPtr> credits, const sched::WorkerInfo* made_on) const;
   void route_locked(StageState& from, Emitted& out, const std::vector<CreditPtr>& credits, sched::TaskEnv* env);
+  void route_one_locked(StageState& from, std::size_t port, const CarriedPtr& c, sched::TaskEnv* env);
   void deliver_locked(StageState& to, std::size_t port, const CarriedPtr& c, const std::string& from, sched::TaskEnv* env);
   void dispatch_locked(StageState& s, Tuple t, sched::TaskEnv* env);
   void task_done_locked(StageState& s, sched::TaskEnv* env) {
@@ -184,14 +191,22 @@ struct RunState {
   // Where a map-like task may run and what the model expects of it there.
   void estimate(const std::string& op, const GpuVariant* gpu, const Tuple& t, sched::Task& task) const;
   // A task's inputs placed where worker `w` needs them; `scratch` owns any
-  // copies made for it.
-  Inputs place(const Tuple& t, int w, std::vector<Item>& scratch, double& moved);
+  // copies made for it. Items held by other nodes are pulled and checked
+  // against `consumer`'s input types.
+  Inputs place(const Tuple& t, int w, std::vector<Item>& scratch, double& moved,
+               const workflow::StageNode* consumer = nullptr);
   void prefetch_map(const Tuple& t, const sched::WorkerInfo& w);
   // Runs a map operator's variant for `env`'s worker on `t`, records it in
   // the model and the trace (as span `id`, child of `parent`).
   Execution execute(StageState& stats, const workflow::StageNode& node, const GpuVariant* gpu, const Tuple& t,
                     sched::TaskEnv& env, std::int64_t id, std::int64_t parent, SubTasks* sub);
   void run_map(StageState& s, Tuple& t, sched::TaskEnv& env);
+  // A map task with its sub-tasks, as run_map() runs it, without routing.
+  Execution run_map_task(StageState& s, const Tuple& t, sched::TaskEnv& env);
+  // Cluster runs (runtime/remote.hpp): a map task handed to the remote
+  // executor, and its answer (on a pool thread).
+  void submit_remote_locked(StageState& s, Tuple t);
+  void remote_done(StageState& s, const Tuple& t, RemoteResult r);
   void run_sink(StageState& s, sched::TaskEnv& env);
   void run_reduce(StageState& s, Tuple& t, sched::TaskEnv& env);
   void run_finalize(StageState& s, sched::TaskEnv& env);

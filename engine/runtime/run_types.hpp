@@ -14,6 +14,8 @@
 
 namespace flowd::runtime {
 
+class RemoteExecutor;  // runtime/remote.hpp
+
 // Which GPU workers a run gets (--gpu): none, every GPU found, a number of
 // them, or simulated ones ("sim:N[:scale]", scale multiplying every estimated
 // speedup, e.g. 0.5 for a GPU half as fast as the model says).
@@ -53,6 +55,8 @@ struct RunOptions {
   sched::PerfModel* model = nullptr;
   // Trace events, when enabled.
   trace::Recorder* recorder = nullptr;
+  // A cluster run's coordinator: map stages it takes run on worker nodes.
+  RemoteExecutor* remote = nullptr;
 };
 
 struct TaskFailure {

@@ -13,7 +13,7 @@ namespace fs = std::filesystem;
 namespace {
 
 const std::vector<std::string> top_keys = {"version", "name", "description", "plugin_path", "vars", "stages", "run"};
-const std::vector<std::string> stage_keys = {"op", "doc", "params", "inputs"};
+const std::vector<std::string> stage_keys = {"op", "doc", "params", "inputs", "labels"};
 const std::vector<std::string> run_keys = {"scheduler", "cpu", "gpu", "keep_going", "max_in_flight"};
 
 bool identifier(std::string_view s) {
@@ -310,6 +310,7 @@ Workflow parse_workflow(std::string_view text, const std::string& display, const
             else st.inputs[port] = ref.get<std::string>();
           }
       }
+      if (s.contains("labels")) st.labels = from_ordered(s["labels"]);  // checked by validate()
       w.stages.push_back(std::move(st));
     }
   }

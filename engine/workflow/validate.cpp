@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <optional>
 
+#include "net/cluster/labels.hpp"
 #include "util/text.hpp"
 #include "workflow/diagnostics.hpp"
 
@@ -43,6 +45,64 @@ Params resolve_params(const OperatorSpec& spec, const Json& given, const std::st
                        (p.description.empty() ? "" : ": " + p.description));
   }
   return Params(std::move(values));
+}
+
+namespace {
+
+// Opens a stage's operator (and the operators it runs as sub-tasks) and
+// creates its instance; problems go to `d` at the stage's pointers.
+std::optional<StageNode> open_stage(const StageDecl& s, const Params& params, std::size_t index,
+                                    plugin::Registry& registry, Diagnostics& d) {
+  const std::size_t before = d.items().size();
+  try {
+    auto handle = registry.open(s.op);
+    std::map<std::string, plugin::OperatorHandle, std::less<>> uses;
+    for (const auto& sub : handle.spec().uses) {
+      try {
+        uses.emplace(sub, registry.open(sub));
+      } catch (const std::exception& e) {
+        d.add(pointer({"stages", s.name, "op"}), "operator '" + s.op + "' runs '" + sub + "' as a sub-task, which cannot be used: " + e.what());
+      }
+    }
+    if (d.items().size() != before) return std::nullopt;
+    StageNode node{s.name, index, std::move(handle), std::move(uses), params, nullptr, {}, {}};
+    node.op = node.handle.create(node.params);
+    node.inputs.resize(node.spec().inputs.size());
+    node.consumers.resize(node.spec().outputs.size());
+    return node;
+  } catch (const ParamError& e) {
+    d.add(pointer({"stages", s.name, "params", e.param()}), e.what());
+  } catch (const std::exception& e) {
+    d.add(pointer({"stages", s.name}), "operator '" + s.op + "' could not be created: " + e.what());
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+OpenedStages open_map_stages(const Workflow& wf, plugin::Registry& registry) {
+  OpenedStages out;
+  for (const auto& s : wf.stages) {
+    Diagnostics d;
+    const OperatorSpec* spec = registry.find(s.op);
+    if (!spec) {
+      out.unavailable[s.name] = registry.explain(s.op);
+      continue;
+    }
+    if (spec->pattern != Pattern::map) continue;
+    const Params params = resolve_params(*spec, s.params, pointer({"stages", s.name, "params"}), d);
+    std::optional<StageNode> node;
+    if (d.empty()) node = open_stage(s, params, out.graph.stages.size(), registry, d);
+    if (!node) {
+      std::vector<std::string> why;
+      for (const auto& item : d.items()) why.push_back(item.where + ": " + item.message);
+      out.unavailable[s.name] = join(why, "; ");
+      continue;
+    }
+    out.graph.stages.push_back(std::move(*node));
+  }
+  out.graph.workflow = wf;
+  return out;
 }
 
 Graph validate(Workflow wf, plugin::Registry& registry) {
@@ -142,12 +202,18 @@ Graph validate(Workflow wf, plugin::Registry& registry) {
     if (spec->pattern == Pattern::reduce && (spec->inputs.size() != 1 || spec->outputs.size() != 1))
       d.add(pointer({"stages", s.name, "op"}), "reduce operator '" + spec->name + "' must have one input and one output");
   }
+  // 5. Context labels (docs/cluster.md "Labels"): checked in every run, so
+  // a workflow is valid or not whether it runs in one process or many.
+  for (const auto& s : wf.stages)
+    if (!s.labels.is_null())
+      for (const auto& e : net::cluster::parse_stage_labels(s.labels, pointer({"stages", s.name, "labels"})).errors)
+        d.add(e.pointer, e.message);
   const bool all_resolved = std::all_of(specs.begin(), specs.end(), [](const auto& kv) { return kv.second != nullptr; });
   if (!has_source && all_resolved && !wf.stages.empty())
     d.add("/stages", "no stage is a source (an operator with pattern 'source'), so nothing would run");
   if (!d.empty()) throw ValidationError(file, d.items());
 
-  // 5. Instantiate in topological order; operators check their own parameters.
+  // 6. Instantiate in topological order; operators check their own parameters.
   Graph g;
   std::vector<std::string> order;
   {
@@ -162,27 +228,9 @@ Graph validate(Workflow wf, plugin::Registry& registry) {
   }
   std::map<std::string, std::size_t> index;
   for (const auto& name : order) {
-    const StageDecl& s = *wf.stage(name);
-    try {
-      auto handle = registry.open(s.op);
-      std::map<std::string, plugin::OperatorHandle, std::less<>> uses;
-      for (const auto& sub : handle.spec().uses) {
-        try {
-          uses.emplace(sub, registry.open(sub));
-        } catch (const std::exception& e) {
-          d.add(pointer({"stages", name, "op"}), "operator '" + s.op + "' runs '" + sub + "' as a sub-task, which cannot be used: " + e.what());
-        }
-      }
-      StageNode node{name, g.stages.size(), std::move(handle), std::move(uses), params[name], nullptr, {}, {}};
-      node.op = node.handle.create(node.params);
-      node.inputs.resize(node.spec().inputs.size());
-      node.consumers.resize(node.spec().outputs.size());
+    if (auto node = open_stage(*wf.stage(name), params[name], g.stages.size(), registry, d)) {
       index[name] = g.stages.size();
-      g.stages.push_back(std::move(node));
-    } catch (const ParamError& e) {
-      d.add(pointer({"stages", name, "params", e.param()}), e.what());
-    } catch (const std::exception& e) {
-      d.add(pointer({"stages", name}), "operator '" + s.op + "' could not be created: " + e.what());
+      g.stages.push_back(std::move(*node));
     }
   }
   if (!d.empty()) throw ValidationError(file, d.items());

@@ -4,6 +4,9 @@
 // required inputs are connected, parameters have the declared types and
 // ranges, the graph is acyclic and has a source. Operators are instantiated
 // last, so their own parameter checks are reported the same way.
+#include <map>
+#include <string>
+
 #include "plugin/registry.hpp"
 #include "workflow/diagnostics.hpp"
 #include "workflow/graph.hpp"
@@ -12,6 +15,18 @@ namespace flowd::workflow {
 
 // Throws ValidationError listing every problem.
 Graph validate(Workflow wf, plugin::Registry& registry);
+
+// The map stages of `wf` that this process can run, each opened on its own
+// (operator, sub-task operators, parameters, instance) with no edges: what a
+// cluster worker node needs, since the coordinator routes. A stage whose
+// operator cannot be opened here (plugin missing or failing to load,
+// sub-task operator missing) is left out and named in `unavailable` with the
+// reason, rather than failing: the node reports it and gets no such tasks.
+struct OpenedStages {
+  Graph graph;
+  std::map<std::string, std::string> unavailable;  // stage -> why
+};
+OpenedStages open_map_stages(const Workflow& wf, plugin::Registry& registry);
 
 // The parameters of one stage with defaults filled in, or the problems.
 Params resolve_params(const OperatorSpec& spec, const Json& given, const std::string& at, Diagnostics& d);

@@ -24,6 +24,9 @@ struct StageDecl {
   std::string doc;
   Json params = Json::object();                // after ${var} substitution
   std::map<std::string, std::string> inputs;  // input port -> "stage.port"
+  // Context labels (docs/cluster.md "Labels"): where a cluster run may place
+  // the stage's tasks. Null: anywhere. Checked by validate().
+  Json labels = nullptr;
 };
 
 // The optional "run" section; command-line flags override each field.

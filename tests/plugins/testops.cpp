@@ -115,16 +115,21 @@ public:
             .outputs = {{"out", "any", "the input"}},
             .params = {ParamSpec::integer("sleep_ms", 0).at_least(0), ParamSpec::string("fail_key", ""),
                        ParamSpec::integer("copies", 1).at_least(0), ParamSpec::string("trace", ""),
-                       ParamSpec::integer("spin_us", 0).at_least(0)}};
+                       ParamSpec::integer("spin_us", 0).at_least(0),
+                       ParamSpec::integer("sleep_per_i_ms", 0).at_least(0).doc("sleep i times this more for {\"i\": i}: uneven tasks")}};
   }
   explicit Step(const Params& p)
       : sleep_ms_(p.get<std::int64_t>("sleep_ms")), spin_us_(p.get<std::int64_t>("spin_us")),
+        sleep_per_i_ms_(p.get<std::int64_t>("sleep_per_i_ms")),
         copies_(p.get<std::int64_t>("copies")), fail_key_(p.get<std::string>("fail_key")),
         trace_(p.get<std::string>("trace")) {}
   void cpu(MapContext& ctx) const override {
     const Item& in = ctx.input(0);
     const std::int64_t t0 = now_ns();
-    if (sleep_ms_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(sleep_ms_));
+    std::int64_t sleep = sleep_ms_;
+    if (const auto* j = std::get_if<Json>(&in.value); j && sleep_per_i_ms_ > 0 && j->contains("i"))
+      sleep += sleep_per_i_ms_ * (*j)["i"].get<std::int64_t>();
+    if (sleep > 0) std::this_thread::sleep_for(std::chrono::milliseconds(sleep));
     if (spin_us_ > 0)
       for (const auto end = Clock::now() + std::chrono::microseconds(spin_us_); Clock::now() < end;) {
       }
@@ -138,7 +143,7 @@ public:
   }
 
 private:
-  std::int64_t sleep_ms_, spin_us_, copies_;
+  std::int64_t sleep_ms_, spin_us_, sleep_per_i_ms_, copies_;
   std::string fail_key_, trace_;
 };
 

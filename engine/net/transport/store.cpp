@@ -13,14 +13,23 @@ wire::ItemId id_of(const ItemMeta& meta) { return wire::ItemId{meta.key, meta.ve
 
 void MemoryItemStore::put(std::shared_ptr<const Item> item) {
   if (!item) throw Error("MemoryItemStore::put: null item");
-  const auto key = key_of(id_of(item->meta));
-  std::lock_guard lock(m_);
-  items_[key] = std::move(item);
+  const auto name = id_of(item->meta);
+  put(name, std::move(item));
 }
 
-bool MemoryItemStore::erase(const wire::ItemId& id) {
+void MemoryItemStore::put(const wire::ItemId& name, std::shared_ptr<const Item> item) {
+  if (!item) throw Error("MemoryItemStore::put: null item");
   std::lock_guard lock(m_);
-  return items_.erase(key_of(id)) > 0;
+  items_[key_of(name)] = std::move(item);
+}
+
+std::shared_ptr<const Item> MemoryItemStore::take(const wire::ItemId& id) {
+  std::lock_guard lock(m_);
+  const auto it = items_.find(key_of(id));
+  if (it == items_.end()) return nullptr;
+  auto item = std::move(it->second);
+  items_.erase(it);
+  return item;
 }
 
 std::size_t MemoryItemStore::size() const {

@@ -33,10 +33,17 @@ public:
 
 class MemoryItemStore final : public ItemStore {
 public:
-  // Replaces an item stored under the same id.
+  // Replaces an item stored under the same id. Without a name an item is
+  // filed under its own metadata (id_of); the runtime names items itself
+  // (node/protocol.hpp output_id) so that two items with equal metadata do
+  // not collide and each is served exactly as it was made.
   void put(std::shared_ptr<const Item> item);
   void put(Item item) { put(std::make_shared<const Item>(std::move(item))); }
-  bool erase(const wire::ItemId& id);
+  void put(const wire::ItemId& name, std::shared_ptr<const Item> item);
+  bool erase(const wire::ItemId& id) { return take(id) != nullptr; }
+  // Removes and returns the item, so its last reference can be dropped
+  // outside the caller's locks.
+  std::shared_ptr<const Item> take(const wire::ItemId& id);
   std::size_t size() const;
 
   std::shared_ptr<const Item> find(const wire::ItemId& id) const override;

@@ -270,15 +270,46 @@ void get(Reader& r, AssignTask& b) {
   b.spec = r.json(r.limits().max_json_bytes, "assign_task spec");
 }
 
+// Item metadata, as in item_data and task_done.
+void put(Writer& w, const ItemMeta& m) {
+  w.str(m.key);
+  w.num(m.version);
+  w.num(m.timestamp);
+  w.num(static_cast<std::uint8_t>((m.bbox ? 1 : 0) | (m.core ? 2 : 0)));
+  if (m.bbox) put(w, *m.bbox);
+  if (m.core) put(w, *m.core);
+  w.json(m.attrs);
+}
+void get(Reader& r, ItemMeta& m) {
+  const Limits& l = r.limits();
+  m.key = r.str(l.max_key_bytes, "item key");
+  m.version = r.num<std::int64_t>("item version");
+  m.timestamp = r.num<std::int64_t>("item timestamp");
+  const auto boxes = r.num<std::uint8_t>("item boxes");
+  if (boxes > 3) r.fail(RejectCode::malformed, "item boxes: unknown flags " + std::to_string(boxes));
+  if (boxes & 1) get(r, m.bbox.emplace(), "item bbox");
+  if (boxes & 2) get(r, m.core.emplace(), "item core");
+  m.attrs = r.json(l.max_attrs_bytes, "item attrs");
+}
+constexpr std::size_t item_meta_min_bytes = 4 + 8 + 8 + 1 + 4;
+
 void put(Writer& w, const TaskDone& b) {
   w.num(b.task_id);
   w.f64(b.seconds);
-  put_list(w, b.outputs, [](Writer& o, const ItemRef& e) { put(o, e); });
+  put_list(w, b.outputs, [](Writer& o, const TaskOutput& e) {
+    put(o, e.ref);
+    o.num(e.port);
+    put(o, e.meta);
+  });
 }
 void get(Reader& r, TaskDone& b) {
   b.task_id = r.num<std::uint64_t>("task_done id");
   b.seconds = r.f64("task_done seconds");
-  get_list(r, b.outputs, item_ref_min_bytes, "task_done outputs", [](Reader& i, ItemRef& e) { get(i, e); });
+  get_list(r, b.outputs, item_ref_min_bytes + 4 + item_meta_min_bytes, "task_done outputs", [](Reader& i, TaskOutput& e) {
+    get(i, e.ref);
+    e.port = i.num<std::uint32_t>("task_done output port");
+    get(i, e.meta);
+  });
 }
 
 void put(Writer& w, const TaskFailed& b) {
@@ -305,13 +336,7 @@ void get(Reader& r, FetchItem& b) {
 
 void put(Writer& w, const ItemData& b) {
   w.num(b.transfer_id);
-  w.str(b.meta.key);
-  w.num(b.meta.version);
-  w.num(b.meta.timestamp);
-  w.num(static_cast<std::uint8_t>((b.meta.bbox ? 1 : 0) | (b.meta.core ? 2 : 0)));
-  if (b.meta.bbox) put(w, *b.meta.bbox);
-  if (b.meta.core) put(w, *b.meta.core);
-  w.json(b.meta.attrs);
+  put(w, b.meta);
   const ValueLayout& v = b.layout;
   w.num(static_cast<std::uint8_t>(v.kind));
   if (v.kind == ValueKind::array) {
@@ -336,14 +361,7 @@ void put(Writer& w, const ItemData& b) {
 void get(Reader& r, ItemData& b) {
   const Limits& l = r.limits();
   b.transfer_id = r.num<std::uint64_t>("item_data transfer");
-  b.meta.key = r.str(l.max_key_bytes, "item key");
-  b.meta.version = r.num<std::int64_t>("item version");
-  b.meta.timestamp = r.num<std::int64_t>("item timestamp");
-  const auto boxes = r.num<std::uint8_t>("item boxes");
-  if (boxes > 3) r.fail(RejectCode::malformed, "item boxes: unknown flags " + std::to_string(boxes));
-  if (boxes & 1) get(r, b.meta.bbox.emplace(), "item bbox");
-  if (boxes & 2) get(r, b.meta.core.emplace(), "item core");
-  b.meta.attrs = r.json(l.max_attrs_bytes, "item attrs");
+  get(r, b.meta);
   ValueLayout& v = b.layout;
   const auto kind = r.num<std::uint8_t>("value kind");
   if (kind > static_cast<std::uint8_t>(ValueKind::json))

@@ -125,10 +125,24 @@ struct AssignTask {
   Json spec = Json::object();  // what else the task needs (variant, join tuple, reduce partial)
   friend bool operator==(const AssignTask&, const AssignTask&) = default;
 };
+// One item a task made: where it is stored on the worker (ref.id is the
+// store's name for it, unique per task attempt), the output port it was
+// emitted on and its metadata as made (the coordinator routes by meta.key
+// without fetching the value).
+struct TaskOutput {
+  ItemRef ref{};
+  std::uint32_t port = 0;
+  ItemMeta meta{};
+  friend bool operator==(const TaskOutput& a, const TaskOutput& b) {
+    return a.ref == b.ref && a.port == b.port && a.meta.key == b.meta.key && a.meta.version == b.meta.version &&
+           a.meta.timestamp == b.meta.timestamp && a.meta.bbox == b.meta.bbox && a.meta.core == b.meta.core &&
+           a.meta.attrs == b.meta.attrs;
+  }
+};
 struct TaskDone {
   std::uint64_t task_id = 0;
   double seconds = 0;  // run time, for the coordinator's performance model
-  std::vector<ItemRef> outputs{};
+  std::vector<TaskOutput> outputs{};  // in emission order
   friend bool operator==(const TaskDone&, const TaskDone&) = default;
 };
 struct TaskFailed {

@@ -138,7 +138,7 @@ TEST(WireMessages, EveryControlMessageRoundTrips) {
   EXPECT_EQ(round_trip(RequestWork{4, 1}), (RequestWork{4, 1}));
   const AssignTask at{99, "segment", {ref, ItemRef{{"k/2", 0, 0}, 0, 0}}, {{"variant", "gpu"}}};
   EXPECT_EQ(round_trip(at), at);
-  const TaskDone td{99, 0.25, {ref}};
+  TaskDone td{99, 0.25, {TaskOutput{ref, 1, full_meta()}, TaskOutput{ref, 0, ItemMeta{}}}};
   EXPECT_EQ(round_trip(td), td);
   EXPECT_EQ(round_trip(TaskFailed{99, true, "out of GPU memory"}), (TaskFailed{99, true, "out of GPU memory"}));
   // Field by field: GCC 12 misreports the nested aggregate as uninitialised.

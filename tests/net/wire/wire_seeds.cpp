@@ -67,7 +67,7 @@ int main(int argc, char** argv) {
       Heartbeat{2, 3},
       RequestWork{4, 0},
       AssignTask{7, "segment", {ref}, {{"variant", "cpu"}}},
-      TaskDone{7, 0.5, {ref}},
+      TaskDone{7, 0.5, {TaskOutput{ref, 0, ItemMeta{"tile/1", 0, 0, {}, {}, Json::object()}}}},
       TaskFailed{7, true, "boom"},
       FetchItem{5, ref.id, {1, 2}},
       Ack{3, 5, 1},

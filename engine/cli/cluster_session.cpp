@@ -1,0 +1,93 @@
+#include "cli/cluster_session.hpp"
+
+#include <filesystem>
+#include <thread>
+
+#include "net/cluster/rendezvous.hpp"
+#include "net/security/curve.hpp"
+
+namespace flowd::cli {
+
+namespace sec = net::security;
+namespace fs = std::filesystem;
+
+std::unique_ptr<ClusterSession> ClusterSession::start(const ClusterOptions& o, const SessionContext& ctx,
+                                                      const workflow::Graph& graph, const runtime::RunOptions& ro,
+                                                      Logger& log) {
+  const bool launched = ctx.launch && ctx.launch->size > 1;
+  if (o.workers <= 0 && o.listen.empty() && !launched) return nullptr;
+  if (o.workers > 0 && (!o.listen.empty() || launched))
+    throw Error("--workers starts local workers; it cannot be combined with --listen or a launcher (srun/mpirun)");
+  if (!o.listen.empty() && o.expect < 1) throw Error("--listen needs --expect N (the workers to wait for)");
+  if (o.steal != "on" && o.steal != "off") throw Error("--steal expects on or off, got '" + o.steal + "'");
+  if (o.heartbeat_ms < 10 || o.missed_heartbeats < 1) throw Error("--heartbeat-ms must be >= 10 and --missed-heartbeats >= 1");
+
+  net::node::CoordinatorOptions co;
+  co.heartbeat_period = std::chrono::milliseconds(o.heartbeat_ms);
+  co.missed_heartbeats = static_cast<std::uint32_t>(o.missed_heartbeats);
+  co.steal = o.steal == "on";
+  co.log = [&log](LogLevel level, std::string_view m) { log.log(level, m); };
+  std::vector<sec::ClientCredentials> local_credentials;
+  std::size_t expect = 0;
+  if (o.workers > 0) {
+    // Keys made for this run only: even loopback traffic is authenticated.
+    auto keys = sec::make_local_keys(static_cast<std::size_t>(o.workers));
+    for (const auto& w : keys.workers) local_credentials.push_back({keys.server.public_key, w});
+    co.curve = net::node::CoordinatorCurve{keys.server, keys.authorised()};
+    co.membership_endpoint = "tcp://127.0.0.1:*";
+    expect = static_cast<std::size_t>(o.workers);
+  } else {
+    if (!o.key.empty() || !o.authorised_keys.empty()) {
+      if (o.key.empty() || o.authorised_keys.empty()) throw Error("--key and --authorised-keys go together");
+      co.curve = net::node::CoordinatorCurve{sec::load_secret_key(o.key).keys, sec::AuthorisedKeys::load(o.authorised_keys)};
+    }
+    co.membership_endpoint = !o.listen.empty() ? o.listen : "tcp://0.0.0.0:*";
+    expect = launched ? static_cast<std::size_t>(ctx.launch->size - 1) : static_cast<std::size_t>(o.expect);
+  }
+
+  net::node::RunConfig config;
+  config.workflow = Json::parse(graph.workflow.resolved.dump());
+  config.workflow_name = graph.workflow.name;
+  config.base_dir = graph.workflow.file.empty() ? fs::current_path().string()
+                                                : fs::absolute(graph.workflow.file).parent_path().string();
+  config.plugin_path = ctx.plugin_path;
+  config.run = {{"scheduler", ro.scheduler}, {"locality", ro.locality}, {"prefetch", ro.prefetch}};
+
+  std::unique_ptr<ClusterSession> s(new ClusterSession());
+  s->coordinator_ = std::make_unique<net::node::Coordinator>(graph, std::move(config), std::move(co));
+  const std::string endpoint = s->coordinator_->endpoint();
+  log.info("coordinating " + std::to_string(expect) + " worker" + (expect == 1 ? "" : "s") + " at " + endpoint);
+
+  if (launched) {
+    if (auto path = net::cluster::rendezvous_path(net::cluster::process_env())) {
+      net::cluster::write_rendezvous(*path, {endpoint, o.key.empty() ? std::string() : sec::load_secret_key(o.key).keys.public_key,
+                                             ctx.launch->job_id});
+      log.info("rendezvous written to " + path->string());
+    }
+  }
+  if (o.workers > 0) {
+    const int cpus = o.worker_cpus > 0
+                         ? o.worker_cpus
+                         : std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / o.workers);
+    std::vector<std::string> args{"--cpus", std::to_string(cpus), "--gpu", ro.gpus.str()};
+    if (o.worker_lookahead >= 0) args.insert(args.end(), {"--lookahead", std::to_string(o.worker_lookahead)});
+    for (const auto& p : ctx.plugin_path) args.insert(args.end(), {"-P", p});
+    if (ctx.quiet) args.push_back("--quiet");
+    if (ctx.verbose) args.push_back("--verbose");
+    s->local_ = std::make_unique<LocalWorkers>(endpoint, args, local_credentials);
+  }
+  s->coordinator_->wait_for_workers(expect, std::chrono::seconds(o.wait_seconds));
+  std::string names;
+  for (const auto& n : s->coordinator_->worker_names()) names += (names.empty() ? "" : ", ") + n;
+  log.info("workers joined: " + names);
+  return s;
+}
+
+void ClusterSession::finish() {
+  if (coordinator_) coordinator_->finish();
+  local_.reset();
+}
+
+ClusterSession::~ClusterSession() { finish(); }
+
+}  // namespace flowd::cli

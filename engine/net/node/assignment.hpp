@@ -1,0 +1,77 @@
+#pragma once
+// The coordinator's placement decisions (docs/cluster.md "Runtime protocol"
+// steps 5 and 8), free of sockets and threads so they can be tested alone:
+// which ready task a node asking for work gets, and whom an idle node
+// steals from.
+//
+// Rule for labels (Constellation): a node may take a task when it can run
+// the stage at all (its labels satisfy the stage's, and the stage is not
+// unavailable there). Among the nodes that can, a task waits for one with a
+// strictly better preference (cluster::preference, lower is better) only
+// while such a node is alive: a live better node will ask for work in its
+// turn, a dead one never will, so the task then goes to the best of those
+// left. Among the tasks a node may take, it gets the one with the best
+// preference for it, then the most input bytes it already holds, then the
+// oldest.
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "net/cluster/labels.hpp"
+
+namespace flowd::net::node {
+
+// What placement needs to know of a worker node.
+struct NodeView {
+  std::uint32_t id = 0;
+  std::string name;  // for messages
+  cluster::NodeLabels labels;
+  std::set<std::string, std::less<>> unavailable;  // stage names it cannot open
+};
+
+// What placement needs to know of a stage.
+struct StagePlacement {
+  std::string name;
+  cluster::StageLabels labels;  // default: anywhere
+};
+
+// The node's preference for the stage (0 best), nullopt when it cannot run
+// it at all.
+std::optional<int> placement_preference(const StagePlacement& stage, const NodeView& node);
+
+// Why `node` cannot run `stage` ("" when it can), for error messages.
+std::string why_not(const StagePlacement& stage, const NodeView& node, const std::string& reason_unavailable = {});
+
+// For each stage, the best preference among `live` nodes (nullopt: no live
+// node can run it).
+std::vector<std::optional<int>> best_preferences(std::span<const StagePlacement> stages,
+                                                 std::span<const NodeView> live);
+
+struct ReadyTask {
+  std::uint64_t seq = 0;   // submission order: lower is older
+  std::size_t stage = 0;   // index into the stages
+  // (holder, bytes) of each input that lives on some node.
+  std::vector<std::pair<std::uint32_t, std::uint64_t>> inputs;
+};
+
+// Index into `ready` of the task `node` should take, nullopt when none fits
+// (see the rule at the top). `best` is best_preferences() over the live
+// nodes.
+std::optional<std::size_t> choose_task(std::span<const ReadyTask> ready, const NodeView& node,
+                                       std::span<const StagePlacement> stages,
+                                       std::span<const std::optional<int>> best);
+
+// Input bytes of `task` already held by node `id`.
+std::uint64_t local_bytes(const ReadyTask& task, std::uint32_t id);
+
+// Index into `victims` of the node an idle `thief` asks first: same site
+// first, then the rest, each group in a shuffle seeded by `seed`
+// (cluster::steal_victim_order). nullopt when `victims` is empty.
+std::optional<std::size_t> choose_victim(const NodeView& thief, std::span<const NodeView> victims, std::uint64_t seed);
+
+}  // namespace flowd::net::node

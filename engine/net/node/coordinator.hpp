@@ -1,0 +1,112 @@
+#pragma once
+// The coordinator of a cluster run (docs/cluster.md "Runtime protocol"): the
+// RemoteExecutor through which a LocalRun sends its map tasks to worker
+// nodes. It binds three sockets under one CURVE server key (or none, on
+// loopback): membership (hello/welcome/heartbeats), the task channel
+// (registration, request_work, assign_task, task_done, steals, releases)
+// and an item server for the values this process made (holder 0).
+//
+// Threads: the task channel's socket belongs to one thread that makes every
+// placement decision; results reach the run through a dispatcher thread, so
+// done() never runs under a lock of ours and may submit, fetch or drain.
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "flowd/item.hpp"
+#include "flowd/operator.hpp"
+#include "net/node/protocol.hpp"
+#include "net/security/curve.hpp"
+#include "runtime/remote.hpp"
+#include "workflow/graph.hpp"
+
+namespace flowd::net::node {
+
+struct CoordinatorCurve {
+  security::KeyPair server;             // all three sockets
+  security::AuthorisedKeys authorised;  // the worker keys
+};
+
+struct CoordinatorOptions {
+  // Host for the task channel and item server binds; each gets its own
+  // ephemeral port whatever port this names.
+  std::string bind_host_endpoint = "tcp://127.0.0.1:*";
+  // The membership bind: what workers connect to (--listen); port may be fixed.
+  std::string membership_endpoint = "tcp://127.0.0.1:*";
+  // When binding 0.0.0.0 or an interface: the host put in the endpoints sent
+  // to workers. Empty: as bound.
+  std::string advertise_host{};
+  std::optional<CoordinatorCurve> curve{};
+  std::chrono::milliseconds heartbeat_period{500};
+  std::uint32_t missed_heartbeats = 4;
+  bool steal = true;
+  std::uint64_t steal_seed = 1;
+  std::chrono::milliseconds fetch_timeout{std::chrono::minutes(2)};
+  // A task whose node failed retryably (or was lost) is run again at most
+  // this many times before it fails the run.
+  std::uint32_t max_attempts = 8;
+  std::function<void(LogLevel, std::string_view)> log{};
+};
+
+struct CoordinatorStats {
+  std::uint64_t assigned = 0, done = 0, failed = 0, reassigned = 0, recomputed = 0, steal_requests = 0, stolen = 0,
+                fetched_by_coordinator = 0;
+  std::uint64_t bytes_fetched = 0;
+  std::uint64_t rejected = 0;  // malformed or unexpected task-channel messages
+  std::size_t workers = 0;     // live, registered
+};
+
+class Coordinator final : public runtime::RemoteExecutor {
+public:
+  // Binds the item server, the task channel and membership (throws
+  // flowd::Error when an endpoint is refused or in use). `config` is the
+  // RunConfig template; the endpoints and keys are filled in here.
+  Coordinator(const workflow::Graph& graph, RunConfig config, CoordinatorOptions options);
+  // finish(), then joins every thread.
+  ~Coordinator() override;
+  Coordinator(const Coordinator&) = delete;
+  Coordinator& operator=(const Coordinator&) = delete;
+
+  // The membership endpoint with the real port: what `flowd worker --connect` uses.
+  const std::string& endpoint() const;
+  // The welcome config as served (endpoints and keys filled in).
+  const RunConfig& config() const noexcept { return config_; }
+
+  // Blocks until n workers have registered on the task channel; throws
+  // flowd::Error after `timeout`, naming how many joined and who. Also tells
+  // the coordinator how many workers to expect before it declares a stage
+  // impossible to run.
+  void wait_for_workers(std::size_t n, std::chrono::milliseconds timeout);
+  std::vector<std::string> worker_names() const;
+
+  // Map stages, until finish().
+  bool takes(std::size_t stage) const override;
+  void submit(runtime::RemoteTask task) override;
+  void drain() override;
+  // Bye to every worker on both channels and stop serving (idempotent). A
+  // RemoteItem fetched after this throws; released, it is a no-op.
+  void finish();
+
+  CoordinatorStats stats() const;
+  // [{"id", "name", "tasks", "busy_seconds", "live"}] per registered worker.
+  Json worker_report() const;
+
+  struct Core;  // the state shared with the socket thread and the items (coordinator.cpp)
+  struct Loop;  // the sockets and the threads serving them
+
+private:
+  RunConfig config_;
+  std::shared_ptr<Core> core_;
+  std::unique_ptr<Loop> loop_;
+  std::string endpoint_;
+  std::mutex finish_m_;
+  bool finished_ = false;
+};
+
+}  // namespace flowd::net::node

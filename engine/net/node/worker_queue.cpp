@@ -1,0 +1,63 @@
+#include "net/node/worker_queue.hpp"
+
+#include <algorithm>
+#include <limits>
+
+#include "flowd/error.hpp"
+
+namespace flowd::net::node {
+
+WorkerQueue::WorkerQueue(std::size_t slots, std::size_t lookahead) : slots_(slots), lookahead_(lookahead) {
+  if (slots_ == 0) throw Error("WorkerQueue: a node needs at least one slot");
+}
+
+std::uint32_t WorkerQueue::demand() const noexcept {
+  const std::size_t held = waiting_.size() + started_.size() + asked_;
+  const std::size_t free = held >= capacity() ? 0 : capacity() - held;
+  return static_cast<std::uint32_t>(std::min<std::size_t>(free, std::numeric_limits<std::uint32_t>::max()));
+}
+
+std::uint32_t WorkerQueue::take_demand() noexcept {
+  const std::uint32_t n = demand();
+  asked_ += n;
+  return n;
+}
+
+void WorkerQueue::note_assignment() noexcept {
+  if (asked_ > 0) --asked_;
+}
+
+bool WorkerQueue::add(QueuedTask task) {
+  if (!ids_.insert(task.task_id).second) return false;
+  note_assignment();
+  waiting_.push_back(std::move(task));
+  return true;
+}
+
+std::optional<QueuedTask> WorkerQueue::start_next() {
+  if (waiting_.empty() || started_.size() >= slots_) return std::nullopt;
+  QueuedTask t = std::move(waiting_.front());
+  waiting_.pop_front();
+  started_.insert(t.task_id);
+  return t;
+}
+
+bool WorkerQueue::finish(std::uint64_t task_id) {
+  if (started_.erase(task_id) == 0) return false;
+  ids_.erase(task_id);
+  return true;
+}
+
+std::vector<std::uint64_t> WorkerQueue::steal(std::size_t max) {
+  std::vector<std::uint64_t> out;
+  while (out.size() < max && !waiting_.empty()) {
+    out.push_back(waiting_.back().task_id);
+    ids_.erase(waiting_.back().task_id);
+    waiting_.pop_back();
+  }
+  return out;
+}
+
+std::vector<std::uint64_t> WorkerQueue::drop_waiting() { return steal(waiting_.size()); }
+
+}  // namespace flowd::net::node

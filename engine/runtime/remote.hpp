@@ -1,0 +1,58 @@
+#pragma once
+// The seam between a run and a cluster (issue 5, docs/cluster.md "Runtime").
+//
+// A coordinator runs the workflow with LocalRun as usual: sources, routing,
+// joins, reduces and sinks stay in its process. Map stages the cluster
+// takes (RemoteExecutor::takes) are not queued locally; their tasks go to
+// the executor, which runs them on worker nodes and answers with references
+// to outputs that stay on the node that made them (RemoteItem). The run
+// routes those references like any item; whoever needs a value (a worker's
+// next task, or a sink here) pulls it from its holder.
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "flowd/item.hpp"
+#include "runtime/carried.hpp"
+
+namespace flowd::runtime {
+
+struct RemoteOutput {
+  std::size_t port = 0;
+  ItemMeta meta;                           // key, attrs... of the item as made
+  std::shared_ptr<const RemoteItem> item;  // where it lives
+};
+
+struct RemoteResult {
+  bool ok = false;
+  std::string error;  // when not ok: what happened
+  std::string key;    // when not ok: the item it failed on
+  std::vector<RemoteOutput> outputs;
+  std::string node;   // which node ran it ("" when it never ran)
+  double seconds = 0; // the operator's time there
+};
+
+struct RemoteTask {
+  std::size_t stage = 0;  // index into the graph's stages
+  std::string key;
+  std::vector<CarriedPtr> inputs;  // by input port; null for an unconnected optional port
+  // Called exactly once (until drain()), from any thread but never with a
+  // lock of the executor held, so it may submit new tasks.
+  std::function<void(RemoteResult)> done;
+};
+
+class RemoteExecutor {
+public:
+  virtual ~RemoteExecutor() = default;
+  // Whether map stage `stage` runs on the cluster rather than in this process.
+  virtual bool takes(std::size_t stage) const = 0;
+  virtual void submit(RemoteTask task) = 0;
+  // The run is ending (finished, failed or interrupted): no done() is called
+  // after this returns; tasks still out are abandoned.
+  virtual void drain() = 0;
+};
+
+}  // namespace flowd::runtime

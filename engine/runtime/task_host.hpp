@@ -1,0 +1,59 @@
+#pragma once
+// Runs single map tasks on this process's workers: a cluster worker node's
+// side of a run (the coordinator routes; the node only computes). Tasks run
+// exactly as in a local run: the same queue policy, sub-tasks, GPU variants,
+// performance model and trace.
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "flowd/item.hpp"
+#include "runtime/run_types.hpp"
+#include "util/log.hpp"
+#include "workflow/graph.hpp"
+
+namespace flowd::runtime {
+
+namespace detail {
+struct RunState;
+}
+
+struct HostedResult {
+  bool ok = false;
+  std::string error;  // when not ok
+  std::string key;    // the item it failed on
+  std::vector<std::pair<std::size_t, Item>> outputs;  // by output port, in emission order
+  double seconds = 0;  // the operator's time
+};
+
+class TaskHost {
+public:
+  // `graph` holds the stages this node can run (workflow::open_map_stages):
+  // no edges are needed. Options as for a local run (workers, GPUs,
+  // scheduler, model, recorder); sources and sinks are never run here.
+  TaskHost(workflow::Graph& graph, RunOptions options, Logger& log);
+  // Stops after the running tasks; queued ones are dropped unrun (their
+  // done is not called).
+  ~TaskHost();
+  TaskHost(const TaskHost&) = delete;
+  TaskHost& operator=(const TaskHost&) = delete;
+
+  // Queues a task of map stage `stage` (by name) on `inputs` (one per input
+  // port; nullopt for an unconnected optional port). Inputs are checked
+  // against the ports' types first. `done` is called once from a worker
+  // thread. Throws flowd::Error for a stage this host does not have.
+  void submit(const std::string& stage, std::string key, std::vector<std::optional<Item>> inputs,
+              std::function<void(HostedResult)> done);
+  bool has_stage(const std::string& stage) const;
+  // Worker threads (CPU + GPU-like): how many tasks run at once.
+  int slots() const;
+  std::vector<sched::WorkerInfo> workers() const;
+
+private:
+  std::unique_ptr<detail::RunState> state_;
+};
+
+}  // namespace flowd::runtime

@@ -1,0 +1,588 @@
+// The coordinator against scripted fake workers built from real pieces:
+// MembershipClient, a DEALER on the task channel, an ItemServer for outputs.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <future>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "net/membership/membership.hpp"
+#include "net/node/assignment.hpp"
+#include "net/node/coordinator.hpp"
+#include "net/transport/server.hpp"
+#include "net/transport/store.hpp"
+#include "net/wire/wire.hpp"
+#include "net/zio/zio.hpp"
+#include "support/helpers.hpp"
+
+namespace flowd::net::node {
+namespace {
+
+using namespace std::chrono_literals;
+namespace ms = membership;
+
+// Generous bounds: a test fails when something does not happen within them.
+constexpr auto patience = 10s;
+
+struct Log {
+  std::mutex m;
+  std::vector<std::string> lines;
+  std::function<void(LogLevel, std::string_view)> fn() {
+    return [this](LogLevel, std::string_view s) {
+      std::lock_guard lock(m);
+      if (std::getenv("FLOWD_TEST_VERBOSE")) std::fprintf(stderr, "log: %.*s\n", int(s.size()), s.data());
+      lines.emplace_back(s);
+    };
+  }
+  bool contains(const std::string& text) {
+    std::lock_guard lock(m);
+    for (const auto& l : lines)
+      if (l.find(text) != std::string::npos) return true;
+    return false;
+  }
+};
+
+struct WorkerSetup {
+  std::string name = "w";
+  Json labels = Json::array();
+  std::map<std::string, std::string> unavailable{};
+  std::optional<security::KeyPair> key{};  // CURVE: our key
+  std::string server_key{};
+};
+
+class FakeWorker {
+public:
+  FakeWorker(const std::string& endpoint, WorkerSetup s) : setup_(std::move(s)) {
+    transport::ServerOptions so;
+    so.endpoint = "tcp://127.0.0.1:*";
+    // (Under CURVE the fake worker serves nothing: only registration is tested.)
+    if (!setup_.key) server_ = std::make_unique<transport::ItemServer>(store_, so);
+    ms::ClientOptions co;
+    co.endpoint = endpoint;
+    co.name = setup_.name;
+    co.data_endpoint = server_ ? server_->endpoint() : "tcp://127.0.0.1:1";
+    co.cpu_slots = 1;
+    co.labels = setup_.labels;
+    if (setup_.key) co.curve = security::ClientCredentials{setup_.server_key, *setup_.key};
+    member_ = std::make_unique<ms::MembershipClient>(co);
+    config_ = RunConfig::from_json(member_->config());
+    dealer_ = zmq::socket_t(ctx_, zmq::socket_type::dealer);
+    dealer_.set(zmq::sockopt::linger, 0);
+    if (setup_.key) security::configure_curve_client(dealer_, {setup_.server_key, *setup_.key});
+    security::secure_connect(dealer_, config_.task_endpoint);
+    Registration r;
+    r.worker_id = member_->worker_id();
+    r.labels = setup_.labels;
+    r.unavailable = setup_.unavailable;
+    send(wire::Hello{setup_.name, co.data_endpoint, 1, 0, r.to_json()});
+  }
+
+  std::uint32_t id() const { return member_->worker_id(); }
+  const RunConfig& config() const { return config_; }
+
+  void send(const wire::Body& b) {
+    const auto msg = wire::encode(++seq_, b);
+    ASSERT_TRUE(static_cast<bool>(msg));
+    zio::send(dealer_, "", *msg, false);
+  }
+  void send_raw(const std::string& bytes) { dealer_.send(zmq::buffer(bytes), zmq::send_flags::none); }
+
+  // The next message of type T within the bound; other messages are kept
+  // (release_items collected, the rest ignored).
+  template <class T> std::optional<T> expect(std::chrono::milliseconds within = patience) {
+    const auto end = std::chrono::steady_clock::now() + within;
+    while (std::chrono::steady_clock::now() < end) {
+      zmq::pollitem_t item{dealer_.handle(), 0, ZMQ_POLLIN, 0};
+      zmq::poll(&item, 1, 20ms);
+      auto frames = zio::receive(dealer_);
+      if (frames.empty()) continue;
+      const auto v = zio::views(frames, 0);
+      auto m = wire::decode(v);
+      if (!m) continue;
+      if (auto* rel = std::get_if<wire::ReleaseItems>(&m->body))
+        for (auto& id : rel->ids) released.push_back(id);
+      if (auto* t = std::get_if<T>(&m->body)) return std::move(*t);
+    }
+    return std::nullopt;
+  }
+
+  // Nothing of type T within `quiet`.
+  template <class T> bool none(std::chrono::milliseconds quiet) { return !expect<T>(quiet).has_value(); }
+
+  // Runs the task "as" test.step: stores the outputs, answers task_done.
+  void complete(const wire::AssignTask& a, std::vector<Item> outputs) {
+    const auto spec = TaskSpec::from_json(a.spec);
+    wire::TaskDone d{a.task_id, 0.01, {}};
+    for (std::uint32_t i = 0; i < outputs.size(); ++i) {
+      const auto id = output_id(spec.key, a.task_id, i);
+      Item stored = outputs[i];
+      stored.meta.key = id.key;
+      stored.meta.version = id.version;
+      stored.meta.timestamp = id.timestamp;
+      store_.put(std::move(stored));
+      d.outputs.push_back(wire::TaskOutput{wire::ItemRef{id, this->id(), 8}, 0, outputs[i].meta});
+    }
+    send(d);
+  }
+
+  // Gone without a trace: no bye on the task channel, no store.
+  void crash() {
+    server_.reset();
+    member_.reset();  // membership bye: "left"
+    dealer_.close();
+  }
+
+  std::vector<wire::ItemId> released;
+
+private:
+  WorkerSetup setup_;
+  transport::MemoryItemStore store_;
+  std::unique_ptr<transport::ItemServer> server_;
+  std::unique_ptr<ms::MembershipClient> member_;
+  RunConfig config_;
+  zmq::context_t ctx_{1};
+  zmq::socket_t dealer_;
+  std::uint64_t seq_ = 0;
+};
+
+Item json_item(const std::string& key, int i) {
+  Item it;
+  it.meta.key = key;
+  it.value = Json{{"i", i}};
+  return it;
+}
+
+runtime::CarriedPtr local(const std::string& key, int i) {
+  auto c = std::make_shared<runtime::Carried>();
+  c->item = json_item(key, i);
+  return c;
+}
+
+// Collects results; waits for them with a bound.
+struct Results {
+  std::mutex m;
+  std::condition_variable cv;
+  std::vector<runtime::RemoteResult> got;
+  std::function<void(runtime::RemoteResult)> sink() {
+    return [this](runtime::RemoteResult r) {
+      std::lock_guard lock(m);
+      got.push_back(std::move(r));
+      cv.notify_all();
+    };
+  }
+  bool wait(std::size_t n) {
+    std::unique_lock lock(m);
+    return cv.wait_for(lock, patience, [&] { return got.size() >= n; });
+  }
+};
+
+const char* two_maps = R"({"version": 1, "stages": {
+  "src": {"op": "test.count", "params": {"count": 3}},
+  "a":   {"op": "test.step", "inputs": {"in": "src.out"}LABELS},
+  "b":   {"op": "test.step", "inputs": {"in": "a.out"}},
+  "sink": {"op": "test.sum", "inputs": {"in": "b.out"}}}})";
+
+workflow::Graph make_graph(const std::string& labels = "") {
+  std::string doc = two_maps;
+  doc.replace(doc.find("LABELS"), 6, labels);
+  return test::graph(doc);
+}
+
+// Until the coordinator counts n live workers (a loss was processed).
+void wait_workers(Coordinator& c, std::size_t n) {
+  const auto end = std::chrono::steady_clock::now() + patience;
+  while (c.stats().workers != n && std::chrono::steady_clock::now() < end) std::this_thread::sleep_for(10ms);
+  ASSERT_EQ(c.stats().workers, n);
+}
+
+struct Fixture {
+  workflow::Graph graph;
+  Log log;
+  std::unique_ptr<Coordinator> coord;
+  std::size_t a = 0, b = 0;
+  explicit Fixture(const std::string& labels = "", CoordinatorOptions o = {}) : graph(make_graph(labels)) {
+    o.log = log.fn();
+    o.heartbeat_period = 100ms;
+    o.missed_heartbeats = 3;
+    coord = std::make_unique<Coordinator>(graph, RunConfig{}, std::move(o));
+    a = graph.find("a")->index;
+    b = graph.find("b")->index;
+  }
+  runtime::RemoteTask task(std::size_t stage, const std::string& key, runtime::CarriedPtr in,
+                           std::function<void(runtime::RemoteResult)> done) {
+    return runtime::RemoteTask{stage, key, {std::move(in)}, std::move(done)};
+  }
+};
+
+TEST(Assignment, PrefersLabelsThenLocalityThenAge) {
+  std::vector<StagePlacement> stages(2);
+  stages[0].name = "a";
+  stages[1].name = "b";
+  stages[1].labels.prefer = {"gpu"};
+  stages[1].labels.anywhere = true;
+  NodeView cpu{1, "cpu", {}, {}}, gpu{2, "gpu", {{"gpu"}, 0}, {}};
+  std::vector<NodeView> live{cpu, gpu};
+  const auto best = best_preferences(stages, live);
+  std::vector<ReadyTask> ready{{1, 0, {{2, 100}}}, {2, 0, {{1, 50}}}, {3, 1, {}}};
+  // cpu: stage b waits for the live gpu node; of the rest, its local input wins.
+  EXPECT_EQ(choose_task(ready, cpu, stages, best), 1u);
+  // gpu: prefers b (preference 0 vs 0 for a... a has no prefer: 0 too), then
+  // locality: task 1 holds 100 bytes there.
+  EXPECT_EQ(choose_task(ready, gpu, stages, best), 0u);
+  // Without the gpu node alive, cpu may take b.
+  std::vector<NodeView> only_cpu{cpu};
+  const auto best2 = best_preferences(stages, only_cpu);
+  std::vector<ReadyTask> just_b{{3, 1, {}}};
+  EXPECT_EQ(choose_task(just_b, cpu, stages, best2), 0u);
+  NodeView sick{3, "sick", {}, {"a"}};
+  std::vector<ReadyTask> just_a{{1, 0, {}}};
+  EXPECT_FALSE(choose_task(just_a, sick, stages, best2).has_value());
+  EXPECT_NE(why_not(stages[0], sick, "plugin missing").find("plugin missing"), std::string::npos);
+}
+
+TEST(Coordinator, DemandDrivenAssignment) {
+  Fixture f;
+  FakeWorker w(f.coord->endpoint(), {.name = "w1"});
+  f.coord->wait_for_workers(1, patience);
+  Results res;
+  for (int i = 0; i < 3; ++i) f.coord->submit(f.task(f.a, "k" + std::to_string(i), local("k" + std::to_string(i), i), res.sink()));
+  EXPECT_TRUE(w.none<wire::AssignTask>(300ms)) << "no request_work, no task";
+  w.send(wire::RequestWork{2, 0});
+  auto t1 = w.expect<wire::AssignTask>();
+  auto t2 = w.expect<wire::AssignTask>();
+  ASSERT_TRUE(t1 && t2);
+  EXPECT_EQ(t1->stage, "a");
+  EXPECT_EQ(TaskSpec::from_json(t1->spec).key, "k0");  // oldest first
+  EXPECT_TRUE(w.none<wire::AssignTask>(300ms)) << "credit was 2";
+  w.complete(*t1, {json_item("k0", 0)});
+  ASSERT_TRUE(res.wait(1));
+  EXPECT_TRUE(res.got[0].ok);
+  EXPECT_EQ(res.got[0].node, "w1");
+  ASSERT_EQ(res.got[0].outputs.size(), 1u);
+  EXPECT_EQ(res.got[0].outputs[0].item->holder(), "worker " + std::to_string(w.id()) + " (w1)");
+  // The coordinator's own value was served to the worker: fetchable.
+  w.send(wire::RequestWork{1, 0});
+  ASSERT_TRUE(w.expect<wire::AssignTask>());
+  EXPECT_EQ(f.coord->stats().assigned, 3u);
+  EXPECT_EQ(f.coord->worker_names(), std::vector<std::string>{"w1"});
+  f.coord->drain();
+}
+
+TEST(Coordinator, LocalityPreferred) {
+  Fixture f;
+  FakeWorker w1(f.coord->endpoint(), {.name = "w1"});
+  FakeWorker w2(f.coord->endpoint(), {.name = "w2"});
+  f.coord->wait_for_workers(2, patience);
+  Results first;
+  f.coord->submit(f.task(f.a, "x", local("x", 1), first.sink()));
+  w2.send(wire::RequestWork{1, 0});
+  auto t = w2.expect<wire::AssignTask>();
+  ASSERT_TRUE(t);
+  w2.complete(*t, {json_item("x", 1)});
+  ASSERT_TRUE(first.wait(1));
+  auto held_by_w2 = std::make_shared<runtime::Carried>();
+  held_by_w2->item.meta = first.got[0].outputs[0].meta;
+  held_by_w2->remote = first.got[0].outputs[0].item;
+  Results second;
+  // An older task without locality, then the one whose input w2 holds.
+  f.coord->submit(f.task(f.b, "old", local("old", 0), second.sink()));
+  f.coord->submit(f.task(f.b, "x", held_by_w2, second.sink()));
+  w2.send(wire::RequestWork{1, 0});
+  auto t2 = w2.expect<wire::AssignTask>();
+  ASSERT_TRUE(t2);
+  EXPECT_EQ(TaskSpec::from_json(t2->spec).key, "x");
+  EXPECT_EQ(t2->inputs.at(0).holder, w2.id());
+  f.coord->drain();
+}
+
+TEST(Coordinator, LabelsDecidePlacement) {
+  Fixture f(R"(, "labels": ["gpu"])");
+  FakeWorker cpu(f.coord->endpoint(), {.name = "cpu"});
+  FakeWorker gpu(f.coord->endpoint(), {.name = "gpu", .labels = Json::array({"gpu"})});
+  f.coord->wait_for_workers(2, patience);
+  Results res;
+  f.coord->submit(f.task(f.a, "k", local("k", 1), res.sink()));
+  cpu.send(wire::RequestWork{1, 0});
+  EXPECT_TRUE(cpu.none<wire::AssignTask>(300ms));
+  gpu.send(wire::RequestWork{1, 0});
+  EXPECT_TRUE(gpu.expect<wire::AssignTask>());
+  f.coord->drain();
+}
+
+TEST(Coordinator, PreferredLabelFallsBackToAnywhere) {
+  Fixture f(R"(, "labels": {"prefer": ["gpu"], "anywhere": true})");
+  FakeWorker cpu(f.coord->endpoint(), {.name = "cpu"});
+  f.coord->wait_for_workers(1, patience);
+  Results res;
+  f.coord->submit(f.task(f.a, "k", local("k", 1), res.sink()));
+  cpu.send(wire::RequestWork{1, 0});
+  EXPECT_TRUE(cpu.expect<wire::AssignTask>());
+  f.coord->drain();
+}
+
+TEST(Coordinator, UnavailableStageNeverAssignedAndFailsClearly) {
+  Fixture f;
+  FakeWorker w(f.coord->endpoint(), {.name = "w1", .unavailable = {{"a", "plugin 'x' missing"}}});
+  f.coord->wait_for_workers(1, patience);
+  Results res;
+  w.send(wire::RequestWork{4, 0});
+  f.coord->submit(f.task(f.a, "k", local("k", 1), res.sink()));
+  ASSERT_TRUE(res.wait(1));
+  EXPECT_FALSE(res.got[0].ok);
+  EXPECT_NE(res.got[0].error.find("stage 'a'"), std::string::npos) << res.got[0].error;
+  EXPECT_NE(res.got[0].error.find("plugin 'x' missing"), std::string::npos) << res.got[0].error;
+  EXPECT_EQ(res.got[0].key, "k");
+  EXPECT_TRUE(w.none<wire::AssignTask>(200ms));
+  EXPECT_TRUE(f.log.contains("cannot run stage 'a': plugin 'x' missing; it gets no such tasks"));
+  // Stage b still goes there.
+  f.coord->submit(f.task(f.b, "k", local("k", 1), res.sink()));
+  EXPECT_TRUE(w.expect<wire::AssignTask>());
+  f.coord->drain();
+}
+
+TEST(Coordinator, NonRetryableFailureReported) {
+  Fixture f;
+  FakeWorker w(f.coord->endpoint(), {.name = "w1"});
+  f.coord->wait_for_workers(1, patience);
+  Results res;
+  f.coord->submit(f.task(f.a, "k", local("k", 1), res.sink()));
+  w.send(wire::RequestWork{1, 0});
+  auto t = w.expect<wire::AssignTask>();
+  ASSERT_TRUE(t);
+  w.send(wire::TaskFailed{t->task_id, false, "boom"});
+  ASSERT_TRUE(res.wait(1));
+  EXPECT_FALSE(res.got[0].ok);
+  EXPECT_EQ(res.got[0].error, "on worker " + std::to_string(w.id()) + " (w1): boom");
+  // Retryable: runs again, attempt + 1.
+  f.coord->submit(f.task(f.a, "r", local("r", 1), res.sink()));
+  w.send(wire::RequestWork{1, 0});
+  auto r1 = w.expect<wire::AssignTask>();
+  ASSERT_TRUE(r1);
+  w.send(wire::TaskFailed{r1->task_id, true, "input unreachable"});
+  w.send(wire::RequestWork{1, 0});
+  auto r2 = w.expect<wire::AssignTask>();
+  ASSERT_TRUE(r2);
+  EXPECT_EQ(TaskSpec::from_json(r2->spec).attempt, 1u);
+  EXPECT_NE(r2->task_id, r1->task_id);
+  f.coord->drain();
+}
+
+TEST(Coordinator, LostWorkerTasksReassigned) {
+  Fixture f;
+  auto w1 = std::make_unique<FakeWorker>(f.coord->endpoint(), WorkerSetup{.name = "w1"});
+  FakeWorker w2(f.coord->endpoint(), {.name = "w2"});
+  f.coord->wait_for_workers(2, patience);
+  Results res;
+  f.coord->submit(f.task(f.a, "k", local("k", 1), res.sink()));
+  w1->send(wire::RequestWork{1, 0});
+  ASSERT_TRUE(w1->expect<wire::AssignTask>());
+  w1->crash();
+  w2.send(wire::RequestWork{1, 0});
+  auto t = w2.expect<wire::AssignTask>();
+  ASSERT_TRUE(t);
+  EXPECT_EQ(TaskSpec::from_json(t->spec).attempt, 1u);
+  EXPECT_EQ(f.coord->stats().reassigned, 1u);
+  w2.complete(*t, {json_item("k", 1)});
+  ASSERT_TRUE(res.wait(1));
+  EXPECT_TRUE(res.got[0].ok);
+  EXPECT_EQ(res.got[0].node, "w2");
+  f.coord->drain();
+}
+
+TEST(Coordinator, LostHolderRecomputedFromLineage) {
+  Fixture f;
+  auto w1 = std::make_unique<FakeWorker>(f.coord->endpoint(), WorkerSetup{.name = "w1"});
+  FakeWorker w2(f.coord->endpoint(), {.name = "w2"});
+  f.coord->wait_for_workers(2, patience);
+  Results res;
+  f.coord->submit(f.task(f.a, "k", local("k", 7), res.sink()));
+  w1->send(wire::RequestWork{1, 0});
+  auto t = w1->expect<wire::AssignTask>();
+  ASSERT_TRUE(t);
+  w1->complete(*t, {json_item("k", 7)});
+  ASSERT_TRUE(res.wait(1));
+  auto item = res.got[0].outputs.at(0).item;
+  EXPECT_EQ(item->fetch().json()["i"], 7);  // from w1
+  w1->crash();
+  wait_workers(*f.coord, 1);
+  // fetch() blocks until w2 re-ran the lineage task.
+  auto fetched = std::async(std::launch::async, [&] { return item->fetch(); });
+  w2.send(wire::RequestWork{1, 0});
+  auto re = w2.expect<wire::AssignTask>();
+  ASSERT_TRUE(re);
+  EXPECT_EQ(re->stage, "a");
+  EXPECT_EQ(TaskSpec::from_json(re->spec).key, "k");
+  w2.complete(*re, {json_item("k", 8)});  // distinguishable from the first run
+  ASSERT_EQ(fetched.wait_for(patience), std::future_status::ready);
+  EXPECT_EQ(fetched.get().json()["i"], 8);
+  EXPECT_EQ(f.coord->stats().recomputed, 1u);
+  EXPECT_NE(item->holder().find("w2"), std::string::npos);
+  // A task needing the item now goes with w2 as holder.
+  auto c = std::make_shared<runtime::Carried>();
+  c->remote = item;
+  f.coord->submit(f.task(f.b, "k", c, res.sink()));
+  w2.send(wire::RequestWork{1, 0});
+  auto next = w2.expect<wire::AssignTask>();
+  ASSERT_TRUE(next);
+  EXPECT_EQ(next->inputs.at(0).holder, w2.id());
+  f.coord->drain();
+}
+
+TEST(Coordinator, StealMovesUnstartedTasks) {
+  Fixture f;
+  FakeWorker victim(f.coord->endpoint(), {.name = "victim"});
+  FakeWorker thief(f.coord->endpoint(), {.name = "thief"});
+  f.coord->wait_for_workers(2, patience);
+  Results res;
+  for (int i = 0; i < 3; ++i)
+    f.coord->submit(f.task(f.a, "k" + std::to_string(i), local("k" + std::to_string(i), i), res.sink()));
+  victim.send(wire::RequestWork{3, 0});
+  std::vector<wire::AssignTask> mine;
+  for (int i = 0; i < 3; ++i) {
+    auto t = victim.expect<wire::AssignTask>();
+    ASSERT_TRUE(t);
+    mine.push_back(*t);
+  }
+  thief.send(wire::RequestWork{2, 0});
+  auto req = victim.expect<wire::StealRequest>();
+  ASSERT_TRUE(req);
+  EXPECT_EQ(req->for_worker, thief.id());
+  EXPECT_EQ(req->max_tasks, 2u);
+  // Gives up two, plus an id it never had (ignored safely).
+  victim.send(wire::StealReply{{mine[1].task_id, mine[2].task_id, 999999}});
+  auto s1 = thief.expect<wire::AssignTask>();
+  auto s2 = thief.expect<wire::AssignTask>();
+  ASSERT_TRUE(s1 && s2);
+  EXPECT_EQ(f.coord->stats().stolen, 2u);
+  // A late done for a stolen task is ignored; its outputs released.
+  victim.complete(mine[1], {json_item("k1", 1)});
+  thief.complete(*s1, {json_item(TaskSpec::from_json(s1->spec).key, 1)});
+  ASSERT_TRUE(res.wait(1));
+  EXPECT_TRUE(victim.expect<wire::ReleaseItems>() || !victim.released.empty());
+  f.coord->drain();
+}
+
+TEST(Coordinator, NoStealWhenOff) {
+  CoordinatorOptions o;
+  o.steal = false;
+  Fixture f("", o);
+  FakeWorker victim(f.coord->endpoint(), {.name = "victim"});
+  FakeWorker thief(f.coord->endpoint(), {.name = "thief"});
+  f.coord->wait_for_workers(2, patience);
+  Results res;
+  f.coord->submit(f.task(f.a, "k", local("k", 1), res.sink()));
+  victim.send(wire::RequestWork{1, 0});
+  ASSERT_TRUE(victim.expect<wire::AssignTask>());
+  thief.send(wire::RequestWork{1, 0});
+  EXPECT_TRUE(victim.none<wire::StealRequest>(400ms));
+  EXPECT_EQ(f.coord->stats().steal_requests, 0u);
+  f.coord->drain();
+}
+
+TEST(Coordinator, MalformedMessagesRejected) {
+  Fixture f;
+  FakeWorker w(f.coord->endpoint(), {.name = "w1"});
+  f.coord->wait_for_workers(1, patience);
+  w.send_raw("garbage that is no flowd frame");
+  w.send_raw(std::string(64, '\xff'));
+  w.send(wire::Welcome{1, 100, Json::object()});  // valid frame, wrong type
+  w.send(wire::TaskDone{12345, 0, {}});            // a task it never had
+  const auto end = std::chrono::steady_clock::now() + patience;
+  while (f.coord->stats().rejected < 3 && std::chrono::steady_clock::now() < end) std::this_thread::sleep_for(10ms);
+  EXPECT_GE(f.coord->stats().rejected, 3u);
+  // Still serving.
+  Results res;
+  f.coord->submit(f.task(f.a, "k", local("k", 1), res.sink()));
+  w.send(wire::RequestWork{1, 0});
+  EXPECT_TRUE(w.expect<wire::AssignTask>());
+  f.coord->drain();
+}
+
+TEST(Coordinator, ReleaseWhenLastReferenceDies) {
+  Fixture f;
+  FakeWorker w(f.coord->endpoint(), {.name = "w1"});
+  f.coord->wait_for_workers(1, patience);
+  Results res;
+  f.coord->submit(f.task(f.a, "k", local("k", 1), res.sink()));
+  w.send(wire::RequestWork{1, 0});
+  auto t = w.expect<wire::AssignTask>();
+  ASSERT_TRUE(t);
+  w.complete(*t, {json_item("k", 1)});
+  ASSERT_TRUE(res.wait(1));
+  const auto expected_id = output_id("k", t->task_id, 0);
+  auto keep = res.got[0].outputs[0].item;
+  {
+    std::lock_guard lock(res.m);
+    res.got.clear();
+  }
+  EXPECT_TRUE(w.none<wire::ReleaseItems>(300ms));
+  keep.reset();
+  auto rel = w.expect<wire::ReleaseItems>();
+  ASSERT_TRUE(rel);
+  EXPECT_EQ(rel->ids, std::vector<wire::ItemId>{expected_id});
+  f.coord->drain();
+}
+
+TEST(Coordinator, CurveRefusesUnauthorisedWorker) {
+  const auto keys = security::make_local_keys(1);
+  CoordinatorOptions o;
+  o.curve = CoordinatorCurve{keys.server, keys.authorised()};
+  Fixture f("", o);
+  EXPECT_EQ(f.coord->config().server_public_key, keys.server.public_key);
+  EXPECT_EQ(f.coord->config().peer_public_keys.size(), 2u);
+  // The authorised key joins and registers.
+  FakeWorker good(f.coord->endpoint(), {.name = "good", .key = keys.workers[0], .server_key = keys.server.public_key});
+  f.coord->wait_for_workers(1, patience);
+  // Another key cannot even join.
+  WorkerSetup bad{.name = "bad", .key = security::generate_keypair(), .server_key = keys.server.public_key};
+  const auto join_bad = [&] {
+    ms::ClientOptions co;
+    co.endpoint = f.coord->endpoint();
+    co.name = "bad";
+    co.data_endpoint = "tcp://127.0.0.1:1";
+    co.curve = security::ClientCredentials{keys.server.public_key, *bad.key};
+    co.welcome_timeout = 500ms;
+    ms::MembershipClient c(co);
+  };
+  EXPECT_THROW(join_bad(), ms::MembershipError);
+  EXPECT_EQ(f.coord->worker_names(), std::vector<std::string>{"good"});
+  f.coord->drain();
+}
+
+TEST(Coordinator, WaitForWorkersNamesWhoJoined) {
+  Fixture f;
+  FakeWorker w(f.coord->endpoint(), {.name = "only-one"});
+  try {
+    f.coord->wait_for_workers(2, 300ms);
+    FAIL() << "expected a timeout";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("of 2 workers"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("only-one"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Coordinator, DrainStopsCallbacks) {
+  Fixture f;
+  FakeWorker w(f.coord->endpoint(), {.name = "w1"});
+  f.coord->wait_for_workers(1, patience);
+  std::atomic<int> calls{0};
+  f.coord->submit(f.task(f.a, "k", local("k", 1), [&](runtime::RemoteResult) { ++calls; }));
+  w.send(wire::RequestWork{1, 0});
+  auto t = w.expect<wire::AssignTask>();
+  ASSERT_TRUE(t);
+  f.coord->drain();
+  w.complete(*t, {json_item("k", 1)});
+  EXPECT_TRUE(w.expect<wire::ReleaseItems>()) << "outputs of a forgotten task are released";
+  EXPECT_EQ(calls.load(), 0);
+  f.coord->finish();
+  EXPECT_TRUE(w.expect<wire::Bye>());
+}
+
+}  // namespace
+}  // namespace flowd::net::node
