@@ -26,6 +26,7 @@ std::unique_ptr<ClusterSession> ClusterSession::start(const ClusterOptions& o, c
   co.heartbeat_period = std::chrono::milliseconds(o.heartbeat_ms);
   co.missed_heartbeats = static_cast<std::uint32_t>(o.missed_heartbeats);
   co.steal = o.steal == "on";
+  co.locality = ro.locality;
   co.log = [&log](LogLevel level, std::string_view m) { log.log(level, m); };
   std::vector<sec::ClientCredentials> local_credentials;
   std::size_t expect = 0;
@@ -42,6 +43,9 @@ std::unique_ptr<ClusterSession> ClusterSession::start(const ClusterOptions& o, c
       co.curve = net::node::CoordinatorCurve{sec::load_secret_key(o.key).keys, sec::AuthorisedKeys::load(o.authorised_keys)};
     }
     co.membership_endpoint = !o.listen.empty() ? o.listen : "tcp://0.0.0.0:*";
+    // The task channel and item server listen where membership does.
+    co.bind_host_endpoint = co.membership_endpoint;
+    co.advertise_host = advertise_host(co.membership_endpoint);
     expect = launched ? static_cast<std::size_t>(ctx.launch->size - 1) : static_cast<std::size_t>(o.expect);
   }
 
@@ -81,6 +85,16 @@ std::unique_ptr<ClusterSession> ClusterSession::start(const ClusterOptions& o, c
   for (const auto& n : s->coordinator_->worker_names()) names += (names.empty() ? "" : ", ") + n;
   log.info("workers joined: " + names);
   return s;
+}
+
+int ClusterSession::default_in_flight(int local_workers) const {
+  // Items are alive while they run or wait on a node (its threads plus as
+  // many queued ahead by default, more under --lookahead) and on their way to
+  // the sinks here: without room for all of them the source window, not the
+  // nodes, would bound the run.
+  std::uint64_t slots = 0;
+  for (const auto& w : coordinator_->worker_report()) slots += w.value("slots", 0u);
+  return static_cast<int>(2 * static_cast<std::uint64_t>(std::max(1, local_workers)) + 4 * slots);
 }
 
 void ClusterSession::finish() {

@@ -34,6 +34,9 @@ public:
   ~ClusterSession();
 
   net::node::Coordinator& coordinator() noexcept { return *coordinator_; }
+  // Source items alive at once when --max-in-flight is not given: enough
+  // for every worker's slots and lookahead, not only this process's threads.
+  int default_in_flight(int local_workers) const;
   // Says bye to the workers and waits for local ones to leave.
   void finish();
 

@@ -15,6 +15,7 @@
 #include "net/cluster/launcher.hpp"
 #include "net/cluster/rendezvous.hpp"
 #include "net/node/worker_node.hpp"
+#include "net/store/checkpoint.hpp"
 #include "runtime/local_run.hpp"
 #include "runtime/provenance.hpp"
 #include "trace/chrome_trace.hpp"
@@ -187,6 +188,7 @@ int run_as_launched_worker(const net::cluster::LaunchInfo& launch, const CommonO
     w.curve = worker_credentials(cluster, where.server_public_key);
     w.name = launch.node + ":rank" + std::to_string(launch.rank);
     w.data_bind = "tcp://0.0.0.0:*";
+    w.advertise_host = advertise_host(w.data_bind);
     w.cpus = e.cpu > 0 ? e.cpu : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
     w.gpus = runtime::GpuSpec::parse(e.gpu.empty() ? "all" : e.gpu);
     w.labels = node_labels(labels, rank);
@@ -208,12 +210,16 @@ int cmd_run(const Args& args, const std::vector<std::string>& full_command_line)
   long label_rank = 0;
   bool no_progress = false;
   std::string trace_file, report_file;
+  std::string journal_dir;
+  bool resume = false;
   po::options_description desc("Options");
   desc.add_options()("workflow", po::value(&o.workflow)->required(), "workflow JSON file")
       ("keep-going,k", po::bool_switch(&e.keep_going), "record failed items and go on; exit 4 if any failed")
       ("trace", po::value(&trace_file), "write a Chrome/Perfetto trace of the run to FILE")
       ("report", po::value(&report_file), "write a self-contained HTML report of the run to FILE")
       ("no-progress", po::bool_switch(&no_progress), "no progress table or progress log lines")
+      ("journal", po::value(&journal_dir), "keep a journal of finished work in DIR so the run can be resumed")
+      ("resume", po::bool_switch(&resume), "continue the run journalled in --journal DIR: skip what it finished")
       ("label", po::value(&labels)->composing(), "under srun/mpirun: a context label of this rank's worker; repeatable")
       ("rank", po::value(&label_rank), "under srun/mpirun: this rank's label rank");
   add_exec(desc, e);
@@ -255,11 +261,39 @@ int cmd_run(const Args& args, const std::vector<std::string>& full_command_line)
   ro.model = &model;
   trace::Recorder recorder(!trace_file.empty() || !report_file.empty());
   ro.recorder = &recorder;
+  // --journal DIR [--resume] (docs/stores.md, "Resuming a run"); opened
+  // before any worker starts, so a refused journal costs nothing.
+  std::unique_ptr<net::store::JournalCheckpoint> checkpoint;
+  if (resume && journal_dir.empty()) {
+    log.error("--resume needs --journal DIR, the directory of the run to continue");
+    return exit_usage;
+  }
+  if (!journal_dir.empty()) {
+    try {
+      checkpoint = std::make_unique<net::store::JournalCheckpoint>(
+          journal_dir, ro.provenance["workflow_sha256"].get<std::string>(), resume);
+    } catch (const std::exception& ex) {
+      log.error(ex.what());
+      return exit_invalid;
+    }
+    for (const auto& w : checkpoint->warnings()) log.warn(w);
+    if (resume)
+      log.info("resuming " + checkpoint->journal_path().string() + " (run " + std::to_string(checkpoint->epoch()) +
+               "): " + std::to_string(checkpoint->finished_count()) + " source items finished, " +
+               std::to_string(checkpoint->replay_count()) + " sink inputs to replay, " +
+               std::to_string(checkpoint->discarded_count()) + " kept for unfinished items dropped");
+    ro.checkpoint = checkpoint.get();
+  }
 
   std::unique_ptr<ClusterSession> session;
   try {
     session = ClusterSession::start(cluster, {o.workflow, o.plugins.plugin_path, o.quiet, o.verbose, launch}, graph, ro, log);
-    if (session) ro.remote = &session->coordinator();
+    if (session) {
+      ro.remote = &session->coordinator();
+      if (ro.max_in_flight == 0)
+        ro.max_in_flight = session->default_in_flight(
+            ro.cpu_workers > 0 ? ro.cpu_workers : static_cast<int>(std::thread::hardware_concurrency()));
+    }
   } catch (const std::exception& ex) {
     log.error(ex.what());
     return exit_usage;
@@ -282,6 +316,12 @@ int cmd_run(const Args& args, const std::vector<std::string>& full_command_line)
     log.info("cluster: " + std::to_string(st.done) + " tasks on " + std::to_string(st.workers) + " workers, " +
              std::to_string(st.reassigned) + " reassigned after a loss, " + std::to_string(st.recomputed) +
              " items recomputed, " + std::to_string(st.stolen) + " stolen");
+    for (const auto& w : session->coordinator().worker_report()) {
+      char busy[32];
+      std::snprintf(busy, sizeof busy, "%.2f", w["busy_seconds"].get<double>());
+      log.info("  worker " + w["name"].get<std::string>() + ": " + std::to_string(w["tasks"].get<std::uint64_t>()) +
+               " tasks, " + busy + " s busy" + (w["live"].get<bool>() ? "" : " (lost)"));
+    }
     session->finish();
   }
   save_model(model, model_file, log);

@@ -37,6 +37,7 @@ int run_worker_node(net::node::WorkerNodeOptions options, const PluginOptions& p
 int cmd_worker(const Args& args) {
   std::string connect, bind = "tcp://127.0.0.1:*", advertise, name, gpu = "all", perf_model;
   int cpus = 0, lookahead = -1, join_timeout = 30;
+  double emulate_link = 0;
   long rank = 0;
   std::vector<std::string> labels;
   bool quiet = false, verbose = false;
@@ -52,6 +53,7 @@ int cmd_worker(const Args& args) {
       ("bind", po::value(&bind), "where this node serves its items (default tcp://127.0.0.1:*; others need keys)")
       ("advertise", po::value(&advertise), "host name or address peers reach this node at, when --bind is a wildcard")
       ("name", po::value(&name), "this node's name in logs (default host:pid)")
+      ("emulate-link-mb-s", po::value(&emulate_link), "experiments: pulls from other nodes take at least bytes / (this many MB/s)")
       ("join-timeout", po::value(&join_timeout), "seconds to wait for the coordinator's welcome (default 30)")
       ("lookahead", po::value(&lookahead), "tasks asked for beyond free threads, fetched ahead (default: = threads)")
       ("perf-model", po::value(&perf_model), "performance model file to learn into (default: none)")
@@ -71,11 +73,13 @@ int cmd_worker(const Args& args) {
     o.curve = worker_credentials(cluster);
     o.name = name;
     o.data_bind = bind;
-    o.advertise_host = advertise;
+    o.advertise_host = !advertise.empty() ? advertise : advertise_host(bind);
     o.cpus = cpus > 0 ? cpus : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
     o.gpus = runtime::GpuSpec::parse(gpu);
     o.lookahead = lookahead;
     o.welcome_timeout = std::chrono::seconds(std::max(1, join_timeout));
+    if (emulate_link < 0) throw Error("--emulate-link-mb-s must be >= 0");
+    o.emulate_link_mb_s = emulate_link;
     o.labels = node_labels(labels, rank);
     o.interrupt = &signals.interrupted();
   } catch (const std::exception& e) {

@@ -5,6 +5,8 @@
 // items derived from it share the credit, and it returns to the source when
 // the last of them is gone. That bounds the memory of a run by the window,
 // whatever the input size, with no bookkeeping beyond reference counts.
+#include <algorithm>
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
@@ -17,13 +19,24 @@ namespace flowd::runtime {
 
 class Credit {
 public:
-  explicit Credit(std::function<void()> on_return) : on_return_(std::move(on_return)) {}
-  ~Credit() { on_return_(); }
+  // `source` names the source item (stage and key) the credit stands for.
+  Credit(std::string source_stage, std::string key, std::function<void(const Credit&)> on_return)
+      : source_stage_(std::move(source_stage)), key_(std::move(key)), on_return_(std::move(on_return)) {}
+  ~Credit() { on_return_(*this); }
   Credit(const Credit&) = delete;
   Credit& operator=(const Credit&) = delete;
 
+  const std::string& source_stage() const noexcept { return source_stage_; }
+  const std::string& key() const noexcept { return key_; }
+  // Some task derived from the source item failed (a resumable run must not
+  // count it as finished).
+  void mark_failed() const noexcept { failed_.store(true); }
+  bool failed() const noexcept { return failed_.load(); }
+
 private:
-  std::function<void()> on_return_;
+  std::string source_stage_, key_;
+  std::function<void(const Credit&)> on_return_;
+  mutable std::atomic<bool> failed_{false};
 };
 
 using CreditPtr = std::shared_ptr<Credit>;
@@ -58,6 +71,13 @@ using CarriedPtr = std::shared_ptr<const Carried>;
 struct Tuple {
   std::string key;
   std::vector<CarriedPtr> ports;
+  bool replayed = false;  // a sink input kept by an earlier run (checkpoint.hpp)
+
+  void mark_failed() const {
+    for (const auto& p : ports)
+      if (p)
+        for (const auto& c : p->credits) c->mark_failed();
+  }
 
   // The credits of every input, without repeats: what outputs inherit.
   std::vector<CreditPtr> credits() const {

@@ -436,7 +436,10 @@ void RunState::run_map(StageState& s, Tuple& t, sched::TaskEnv& env) {
   if (!stopping.load()) ex = run_map_task(s, t, env);
   std::lock_guard lk(m);
   if (ex.outcome.ok) route_locked(s, ex.out, t.credits(), &env);
-  else if (!ex.outcome.error.empty()) fail_locked(s, ex.outcome.key, ex.outcome.error);
+  else if (!ex.outcome.error.empty()) {
+    t.mark_failed();
+    fail_locked(s, ex.outcome.key, ex.outcome.error);
+  }
   s.tasks_done.fetch_add(1);
   task_done_locked(s, &env);
 }
@@ -455,13 +458,23 @@ void RunState::run_sink(StageState& s, sched::TaskEnv& env) {
     Inputs inputs;
     o = s.call(trace, t.key, [&] {
       inputs = place(t, memory::host, scratch, moved, s.node);
+      // Kept before consumed: once its source item counts as finished, a
+      // resumed run replays it instead of computing it again.
+      if (opts.checkpoint && !t.replayed) {
+        std::vector<SourceRef> sources;
+        for (const auto& c : t.credits()) sources.push_back({c->source_stage(), c->key()});
+        opts.checkpoint->keep_sink_input(s.name(), inputs.items, sources);
+      }
       SinkContextImpl ctx(*s.node, &inputs, log, stopping, opts.provenance);
       static_cast<Sink&>(*s.node->op).consume(ctx);
     });
     trace_task(s.op(), s.name(), env.worker(), t.key, "cpu", o);
   }
   std::lock_guard lk(m);
-  if (!o.ok) fail_locked(s, o.key, o.error);
+  if (!o.ok) {
+    t.mark_failed();
+    fail_locked(s, o.key, o.error);
+  }
   s.tasks_done.fetch_add(1);
   if (stopping.load()) s.backlog.clear();
   if (!s.backlog.empty()) {
@@ -502,7 +515,10 @@ void RunState::run_reduce(StageState& s, Tuple& t, sched::TaskEnv& env) {
     trace_task(s.op(), s.name(), env.worker(), t.key, "cpu", o);
   }
   std::lock_guard lk(m);
-  if (!o.ok) fail_locked(s, o.key, o.error);
+  if (!o.ok) {
+    t.mark_failed();
+    fail_locked(s, o.key, o.error);
+  }
   s.tasks_done.fetch_add(1);
   task_done_locked(s, &env);
 }
@@ -580,6 +596,7 @@ void RunState::remote_done(StageState& s, const Tuple& t, RemoteResult r) {
       route_one_locked(s, o.port, c, nullptr);
     }
   } else {
+    t.mark_failed();
     fail_locked(s, r.key.empty() ? t.key : r.key, r.error);
   }
   s.tasks_done.fetch_add(1);

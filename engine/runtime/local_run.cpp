@@ -51,10 +51,17 @@ void RunState::run_source(StageState& s, sched::TaskEnv& env) {
     if (!o.ok) fail_locked(s, o.key, o.error);
     // Each emitted item takes its own credit.
     for (auto& [port, item] : ctx.out.items()) {
+      w.emitted.fetch_add(1);
+      if (opts.checkpoint && opts.checkpoint->finished(s.name(), item.meta.key)) {
+        // Finished by an earlier run: its credit comes back at once.
+        ++w.skipped;
+        take_credit(s, item.meta.key, true);
+        continue;
+      }
+      const std::string key = item.meta.key;
       Emitted one;
       one.items().emplace_back(port, std::move(item));
-      w.emitted.fetch_add(1);
-      route_locked(s, one, {take_credit(s)}, &env);
+      route_locked(s, one, {take_credit(s, key)}, &env);
     }
     s.tasks_done.fetch_add(1);
     if (!more || stopping.load()) {
@@ -427,7 +434,34 @@ RunReport LocalRun::execute(const Tick& tick, std::chrono::milliseconds interval
     }
   }
 
+  if (st.opts.checkpoint) {
+    for (const auto& s : st.stages)
+      if (s.pattern() == Pattern::reduce)
+        throw Error("stage '" + s.name() + "' is a reduce: its partial results are not kept, so this run cannot be "
+                    "journalled or resumed (--journal/--resume)");
+  }
   st.start_pool();
+  if (st.opts.checkpoint) {
+    // What earlier runs gave the sinks for finished items, before any source runs.
+    std::uint64_t replayed = 0;
+    std::lock_guard lk(st.m);
+    for (auto& s : st.stages) {
+      if (s.pattern() != Pattern::sink) continue;
+      for (auto& items : st.opts.checkpoint->replay(s.name())) {
+        Tuple t;
+        t.replayed = true;
+        t.ports.resize(s.node->inputs.size());
+        for (std::size_t p = 0; p < items.size() && p < t.ports.size(); ++p)
+          if (items[p]) {
+            if (t.key.empty()) t.key = items[p]->meta.key;
+            t.ports[p] = st.carry(std::move(*items[p]), {}, nullptr);
+          }
+        st.dispatch_locked(s, std::move(t), nullptr);
+        ++replayed;
+      }
+    }
+    if (replayed) st.log.info("resuming: " + std::to_string(replayed) + " sink inputs kept by earlier runs replayed");
+  }
   {
     std::lock_guard lk(st.m);
     for (auto& s : st.stages)
@@ -498,6 +532,15 @@ RunReport LocalRun::execute(const Tick& tick, std::chrono::milliseconds interval
   else if (st.stopping.load()) report.status = RunStatus::failed;
   else if (!st.failures.empty()) report.status = RunStatus::completed_with_failures;
   st.finish_sinks(report);
+  if (st.opts.checkpoint) {
+    std::uint64_t skipped = 0;
+    {
+      std::lock_guard lk(st.m);
+      for (const auto& s : st.stages)
+        if (s.window) skipped += s.window->skipped;
+    }
+    if (skipped) st.log.info("resuming: " + std::to_string(skipped) + " source items finished by earlier runs were skipped");
+  }
   report.bytes_to_devices = st.transfers->bytes_to_devices();
   report.bytes_to_host = st.transfers->bytes_to_host();
   {

@@ -13,6 +13,7 @@
 
 #include "exec/worker_pool.hpp"
 #include "runtime/carried.hpp"
+#include "runtime/checkpoint.hpp"
 #include "runtime/contexts.hpp"
 #include "runtime/local_run.hpp"
 #include "runtime/remote.hpp"
@@ -43,6 +44,7 @@ struct SourceWindow {
   std::atomic<bool> exhausted{false};
   std::atomic<std::uint64_t> emitted{0};
   std::atomic<std::uint64_t> retired{0};
+  std::uint64_t skipped = 0;  // finished by an earlier run (checkpoint); guarded by the run lock
   bool opened = false;  // only the (serialised) source task touches it
   std::optional<std::uint64_t> expected;  // guarded by the run lock
 };
@@ -152,9 +154,16 @@ struct RunState {
   // --- sources (local_run.cpp) ---------------------------------------------
   void schedule_source(StageState& s);
   void run_source(StageState& s, sched::TaskEnv& env);
-  CreditPtr take_credit(StageState& s) {
+  CreditPtr take_credit(StageState& s, const std::string& key, bool skipped = false) {
     s.window->in_flight.fetch_add(1);
-    return std::make_shared<Credit>([this, &s] {
+    return std::make_shared<Credit>(s.name(), key, [this, &s, skipped](const Credit& c) {
+      if (opts.checkpoint && !skipped && !c.failed() && !stopping.load()) {
+        try {
+          opts.checkpoint->finish({c.source_stage(), c.key()});
+        } catch (const std::exception& e) {
+          log.warn("[" + c.source_stage() + " " + c.key() + "] not recorded as finished: " + e.what());
+        }
+      }
       s.window->in_flight.fetch_sub(1);
       s.window->retired.fetch_add(1);
       schedule_source(s);

@@ -15,6 +15,7 @@
 namespace flowd::runtime {
 
 class RemoteExecutor;  // runtime/remote.hpp
+class Checkpoint;      // runtime/checkpoint.hpp
 
 // Which GPU workers a run gets (--gpu): none, every GPU found, a number of
 // them, or simulated ones ("sim:N[:scale]", scale multiplying every estimated
@@ -57,6 +58,9 @@ struct RunOptions {
   trace::Recorder* recorder = nullptr;
   // A cluster run's coordinator: map stages it takes run on worker nodes.
   RemoteExecutor* remote = nullptr;
+  // A resumable run (--journal/--resume): finished source items are skipped
+  // and sinks get what earlier runs gave them.
+  Checkpoint* checkpoint = nullptr;
 };
 
 struct TaskFailure {

@@ -116,19 +116,26 @@ public:
             .params = {ParamSpec::integer("sleep_ms", 0).at_least(0), ParamSpec::string("fail_key", ""),
                        ParamSpec::integer("copies", 1).at_least(0), ParamSpec::string("trace", ""),
                        ParamSpec::integer("spin_us", 0).at_least(0),
-                       ParamSpec::integer("sleep_per_i_ms", 0).at_least(0).doc("sleep i times this more for {\"i\": i}: uneven tasks")}};
+                       ParamSpec::integer("sleep_per_i_ms", 0).at_least(0).doc("sleep i times this more for {\"i\": i} (or attrs.i): uneven tasks"),
+                       ParamSpec::integer("emit_bytes", 0).at_least(0).doc("emit a u8 array of this size instead of the input, with attrs.i = i"),
+                       ParamSpec::integer("slow_from", -1).doc("items with i >= this sleep slow_ms more (a slow tail)"),
+                       ParamSpec::integer("slow_ms", 0).at_least(0)}};
   }
   explicit Step(const Params& p)
       : sleep_ms_(p.get<std::int64_t>("sleep_ms")), spin_us_(p.get<std::int64_t>("spin_us")),
-        sleep_per_i_ms_(p.get<std::int64_t>("sleep_per_i_ms")),
+        sleep_per_i_ms_(p.get<std::int64_t>("sleep_per_i_ms")), emit_bytes_(p.get<std::int64_t>("emit_bytes")),
+        slow_from_(p.get<std::int64_t>("slow_from")), slow_ms_(p.get<std::int64_t>("slow_ms")),
         copies_(p.get<std::int64_t>("copies")), fail_key_(p.get<std::string>("fail_key")),
         trace_(p.get<std::string>("trace")) {}
   void cpu(MapContext& ctx) const override {
     const Item& in = ctx.input(0);
     const std::int64_t t0 = now_ns();
+    std::int64_t i = -1;
+    if (const auto* j = std::get_if<Json>(&in.value); j && j->contains("i")) i = (*j)["i"].get<std::int64_t>();
+    else if (in.meta.attrs.contains("i")) i = in.meta.attrs["i"].get<std::int64_t>();
     std::int64_t sleep = sleep_ms_;
-    if (const auto* j = std::get_if<Json>(&in.value); j && sleep_per_i_ms_ > 0 && j->contains("i"))
-      sleep += sleep_per_i_ms_ * (*j)["i"].get<std::int64_t>();
+    if (i >= 0) sleep += sleep_per_i_ms_ * i;
+    if (slow_from_ >= 0 && i >= slow_from_) sleep += slow_ms_;
     if (sleep > 0) std::this_thread::sleep_for(std::chrono::milliseconds(sleep));
     if (spin_us_ > 0)
       for (const auto end = Clock::now() + std::chrono::microseconds(spin_us_); Clock::now() < end;) {
@@ -136,6 +143,13 @@ public:
     if (!fail_key_.empty() && in.meta.key == fail_key_) throw Error("asked to fail on " + fail_key_);
     for (std::int64_t c = 0; c < copies_; ++c) {
       Item out = in;
+      if (emit_bytes_ > 0) {
+        Array a = Array::uninitialized(DType::u8, {emit_bytes_});
+        auto* bytes = a.data<std::uint8_t>();
+        for (std::int64_t b = 0; b < emit_bytes_; ++b) bytes[b] = static_cast<std::uint8_t>(b * 31 + i);
+        out.value = std::move(a);
+        if (i >= 0) out.meta.attrs["i"] = i;
+      }
       if (copies_ > 1) out.meta.key += "/copy" + std::to_string(c);
       ctx.emit("out", std::move(out));
     }
@@ -143,7 +157,7 @@ public:
   }
 
 private:
-  std::int64_t sleep_ms_, spin_us_, sleep_per_i_ms_, copies_;
+  std::int64_t sleep_ms_, spin_us_, sleep_per_i_ms_, emit_bytes_, slow_from_, slow_ms_, copies_;
   std::string fail_key_, trace_;
 };
 

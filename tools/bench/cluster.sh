@@ -4,8 +4,10 @@
 # limit:
 #   scaling: 1, 2, 4, 8 local worker processes (one thread each) on a
 #            pipeline of S sleep tasks; efficiency = T1 / (N * TN);
-#   steal:   uneven tasks (task i sleeps i * 4 ms, largest last) on 4 workers
-#            that each queue 3 tasks ahead, with and without stealing.
+#   steal:   8 slow tasks (410 ms) emitted first, then 60 of 10 ms, on 4
+#            workers that each queue 6 tasks ahead: the first node to ask
+#            takes most slow tasks into its queue (an imbalance no later
+#            assignment can undo); with and without stealing.
 # usage: tools/bench/cluster.sh [BUILD_DIR] [REPEATS]
 set -euo pipefail
 build=${1:-build}
@@ -16,11 +18,12 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export FLOWD_PLUGIN_PATH=$plugins FLOWD_CACHE_DIR=$work/cache
 
-pipeline() {  # count sleep_ms sleep_per_i_ms
+pipeline() {  # count sleep_ms slow_from slow_ms reverse
   cat <<JSON
 {"version": 1, "name": "bench", "stages": {
-  "src": {"op": "test.count", "params": {"count": $1}},
-  "step": {"op": "test.step", "inputs": {"in": "src.out"}, "params": {"sleep_ms": $2, "sleep_per_i_ms": $3}},
+  "src": {"op": "test.count", "params": {"count": $1, "reverse": ${5:-false}}},
+  "step": {"op": "test.step", "inputs": {"in": "src.out"},
+           "params": {"sleep_ms": $2, "slow_from": $3, "slow_ms": $4}},
   "out": {"op": "test.record", "inputs": {"in": "step.out"}, "params": {"path": "$work/out.txt"}}}}
 JSON
 }
@@ -39,7 +42,7 @@ seconds() {  # args...: median wall seconds of $reps runs
 
 echo "# machine: $(nproc) cores, $(uname -m); $(date -u +%Y-%m-%d)"
 echo "## scaling: 96 tasks x 50 ms (4.8 s of sleep), median of $reps"
-pipeline 96 50 0 >"$work/scale.json"
+pipeline 96 50 -1 0 >"$work/scale.json"
 t1=""
 echo "| worker processes | wall s | speedup | efficiency | one process, N threads: wall s |"
 echo "|---|---|---|---|---|"
@@ -51,9 +54,11 @@ for n in 1 2 4 8; do
     "$(echo "100 * $t1 / ($n * $t)" | bc -l)" "$local_t"
 done
 
-echo "## steal: 48 tasks, task i sleeps 4i ms (4.5 s in all, largest last), 4 workers x 1 thread, 3 queued ahead, median of $reps"
-pipeline 48 0 4 >"$work/steal.json"
+echo "## steal: 68 tasks (8 x 410 ms first, then 60 x 10 ms), 4 workers x 1 thread, 6 queued ahead, median of $reps"
+pipeline 68 10 60 400 true >"$work/steal.json"
+echo "| | wall s |"
+echo "|---|---|"
 for s in off on; do
-  t=$(seconds "$work/steal.json" --workers 4 --worker-cpus 1 --worker-lookahead 3 --steal "$s")
-  printf '| steal %s | %.2f s |\n' "$s" "$t"
+  t=$(seconds "$work/steal.json" --workers 4 --worker-cpus 1 --worker-lookahead 6 --steal "$s")
+  printf '| steal %s | %.2f |\n' "$s" "$t"
 done

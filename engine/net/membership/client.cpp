@@ -109,7 +109,8 @@ struct MembershipClient::Impl {
           }
           last_seen = Clock::now();
           if (const auto* b = std::get_if<wire::Bye>(&m->body)) {
-            options.log(LogLevel::warning, "membership: the coordinator at " + options.endpoint + " said bye: " + b->reason);
+            // The normal end of a run; the owner reports what it means.
+            options.log(LogLevel::debug, "membership: the coordinator at " + options.endpoint + " said bye: " + b->reason);
             end(self, CoordinatorEventKind::left, b->reason);
             return;
           }

@@ -47,7 +47,7 @@ std::uint64_t local_bytes(const ReadyTask& task, std::uint32_t id) {
 
 std::optional<std::size_t> choose_task(std::span<const ReadyTask> ready, const NodeView& node,
                                        std::span<const StagePlacement> stages,
-                                       std::span<const std::optional<int>> best) {
+                                       std::span<const std::optional<int>> best, bool locality) {
   // Preferences per stage for this node, computed once per call.
   std::vector<std::optional<int>> mine(stages.size());
   for (std::size_t s = 0; s < stages.size(); ++s) mine[s] = placement_preference(stages[s], node);
@@ -60,9 +60,9 @@ std::optional<std::size_t> choose_task(std::span<const ReadyTask> ready, const N
     if (t.stage >= stages.size()) continue;
     const auto p = mine[t.stage];
     if (!p) continue;
-    // A live node that the stage prefers will take it when it asks.
+    // A node that the stage prefers takes it when it asks at the same time.
     if (t.stage < best.size() && best[t.stage] && *best[t.stage] < *p) continue;
-    const std::uint64_t local = local_bytes(t, node.id);
+    const std::uint64_t local = locality ? local_bytes(t, node.id) : 0;
     const auto key = std::tuple<int, std::uint64_t, std::uint64_t>{*p, 0, t.seq};
     const bool better = !chosen || std::get<0>(key) < std::get<0>(best_key) ||
                         (std::get<0>(key) == std::get<0>(best_key) &&

@@ -8,11 +8,14 @@
 // the stage at all (its labels satisfy the stage's, and the stage is not
 // unavailable there). Among the nodes that can, a task waits for one with a
 // strictly better preference (cluster::preference, lower is better) only
-// while such a node is alive: a live better node will ask for work in its
-// turn, a dead one never will, so the task then goes to the best of those
-// left. Among the tasks a node may take, it gets the one with the best
-// preference for it, then the most input bytes it already holds, then the
-// oldest.
+// while such a node is asking for work at the same time (the coordinator
+// passes best_preferences() over the nodes with unused credit): a busy
+// preferred node leaves the task to an idle node whose labels match later
+// in the stage's "prefer" list or as "anywhere", as Constellation's
+// executors take every match of their first context, then of later ones,
+// rather than idle. Among the tasks a node may take, it gets the one with
+// the best preference for it, then the most input bytes it already holds,
+// then the oldest.
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -60,11 +63,14 @@ struct ReadyTask {
 };
 
 // Index into `ready` of the task `node` should take, nullopt when none fits
-// (see the rule at the top). `best` is best_preferences() over the live
-// nodes.
+// (see the rule at the top). `best` is best_preferences() over the nodes
+// asking for work now.
+// Without `locality` the bytes a node holds are ignored (the oldest task of
+// the best preference wins): placement blind to where data lives, the
+// "anywhere" of the Constellation experiment.
 std::optional<std::size_t> choose_task(std::span<const ReadyTask> ready, const NodeView& node,
                                        std::span<const StagePlacement> stages,
-                                       std::span<const std::optional<int>> best);
+                                       std::span<const std::optional<int>> best, bool locality = true);
 
 // Input bytes of `task` already held by node `id`.
 std::uint64_t local_bytes(const ReadyTask& task, std::uint32_t id);

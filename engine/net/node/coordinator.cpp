@@ -181,6 +181,7 @@ struct WorkerState {
   std::deque<std::uint32_t> thieves;  // steal requests sent to it, in order
   std::uint64_t tasks_run = 0;
   double busy_seconds = 0;
+  std::uint32_t slots = 0;  // tasks it runs at once (task-channel hello)
   std::string label() const { return worker_label(view.id, view.name); }
 };
 
@@ -525,6 +526,14 @@ struct Coordinator::Loop {
     for (const auto& [id, w] : c.workers)
       if (w.live) live.push_back(w.view);
     const auto best = best_preferences(c.stages, live);
+    // A task waits for a better node only while that node is asking for work
+    // too; otherwise an idle node with a fallback label takes it now
+    // (Constellation: an executor takes every match of its first context,
+    // then of later ones, rather than idling).
+    std::vector<NodeView> asking;
+    for (const auto& [id, w] : c.workers)
+      if (w.live && w.credit > 0) asking.push_back(w.view);
+    const auto best_now = best_preferences(c.stages, asking);
     const bool may_give_up = c.ever_registered >= std::max<std::size_t>(c.expected, 1);
 
     std::vector<ReadyTask> cands;
@@ -575,7 +584,7 @@ struct Coordinator::Loop {
     for (auto& [id, w] : c.workers) {
       if (!w.live) continue;
       while (w.credit > 0 && !cands.empty()) {
-        const auto i = choose_task(cands, w.view, c.stages, best);
+        const auto i = choose_task(cands, w.view, c.stages, best_now, c.options.locality);
         if (!i) break;
         const JobPtr job = cand_jobs[*i];
         cands.erase(cands.begin() + static_cast<std::ptrdiff_t>(*i));
@@ -595,6 +604,8 @@ struct Coordinator::Loop {
       for (const auto& v : live) {
         if (v.id == id) continue;
         const auto& vw = c.workers.at(v.id);
+        // Only a node with more tasks than it runs at once has unstarted ones.
+        if (vw.tasks.size() <= vw.slots) continue;
         const bool fits = std::any_of(vw.tasks.begin(), vw.tasks.end(), [&](std::uint64_t wid) {
           const auto j = c.assigned.find(wid);
           return j != c.assigned.end() && placement_preference(c.stages[j->second->stage], thief.view).has_value();
@@ -608,9 +619,12 @@ struct Coordinator::Loop {
       ++c.st.steal_requests;
       thief.steal_pending = true;
       victim.thieves.push_back(id);
-      t.out.emplace_back(victim.routing,
-                         wire::StealRequest{static_cast<std::uint32_t>(std::min<std::uint64_t>(thief.credit, 1u << 16)),
-                                            id});
+      // Half of what the victim has queued (at least one), as work stealing
+      // does: taking all of it would only move the imbalance to the thief,
+      // whose credit counts its lookahead too.
+      const std::uint64_t queued = victim.tasks.size() - std::min<std::uint64_t>(victim.tasks.size(), victim.slots);
+      const std::uint64_t want = std::min<std::uint64_t>({thief.credit, std::max<std::uint64_t>(1, (queued + 1) / 2), 1u << 16});
+      t.out.emplace_back(victim.routing, wire::StealRequest{static_cast<std::uint32_t>(want), id});
     }
   }
 
@@ -666,6 +680,7 @@ struct Coordinator::Loop {
     // the address.
     w.data_endpoint = h.data_endpoint.empty() ? member->data_endpoint : h.data_endpoint;
     w.public_key = r.server_public_key;
+    w.slots = h.cpu_slots + h.gpu_slots;
     w.live = true;
     const auto labels = cluster::parse_node_labels(r.labels, "/labels");
     if (labels.ok())
@@ -1148,7 +1163,7 @@ Json Coordinator::worker_report() const {
   Json out = Json::array();
   for (const auto& [id, w] : core_->workers)
     out.push_back(Json{{"id", id}, {"name", w.view.name}, {"tasks", w.tasks_run}, {"busy_seconds", w.busy_seconds},
-                       {"live", w.live}});
+                       {"live", w.live}, {"slots", w.slots}});
   return out;
 }
 

@@ -46,6 +46,8 @@ struct CoordinatorOptions {
   std::chrono::milliseconds heartbeat_period{500};
   std::uint32_t missed_heartbeats = 4;
   bool steal = true;
+  // Prefer giving a node tasks whose inputs it holds (--locality).
+  bool locality = true;
   std::uint64_t steal_seed = 1;
   std::chrono::milliseconds fetch_timeout{std::chrono::minutes(2)};
   // A task whose node failed retryably (or was lost) is run again at most

@@ -596,9 +596,15 @@ struct WorkerNode::Impl {
             inputs[port] = *held;
           } else {
             const auto& peer = task.spec.peers.at(ref.holder);
+            const auto t0 = std::chrono::steady_clock::now();
             inputs[port] = client.fetch(transport::Peer{peer.endpoint, peer.public_key}, ref.id, options.fetch_timeout);
+            const auto bytes = payload_bytes(*inputs[port]);
+            if (options.emulate_link_mb_s > 0)
+              std::this_thread::sleep_until(t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                     std::chrono::duration<double>(static_cast<double>(bytes) /
+                                                                                   (options.emulate_link_mb_s * 1e6))));
             ++items_fetched;
-            bytes_fetched += payload_bytes(*inputs[port]);
+            bytes_fetched += bytes;
           }
         } catch (const std::exception& e) {
           const auto it = task.spec.peers.find(ref.holder);

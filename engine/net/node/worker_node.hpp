@@ -59,6 +59,10 @@ struct WorkerNodeOptions {
   sched::PerfModel* model = nullptr;
   std::chrono::milliseconds welcome_timeout{std::chrono::seconds(30)};
   std::chrono::milliseconds fetch_timeout{std::chrono::minutes(2)};  // one input pull
+  // Experiments only: every pull from another node takes at least its bytes
+  // at this rate (MB/s), as if the nodes were joined by a slow link
+  // (Constellation's throttled inter-cluster links). 0: off.
+  double emulate_link_mb_s = 0;
   const std::atomic<bool>* interrupt = nullptr;  // SIGINT/SIGTERM: leave with bye
 };
 

@@ -3,128 +3,19 @@
 // with SIGKILL mid-run costs nothing; CURVE keeps unauthorised workers out;
 // garbage sent to the coordinator does not stop a run; a node that cannot
 // load a plugin gets no tasks of it; labels place stages.
-#include <fcntl.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <chrono>
-#include <fstream>
 #include <regex>
-#include <thread>
 
 #include <gtest/gtest.h>
 #include <zmq.hpp>
 
-#include "support/cli.hpp"
-
-extern char** environ;
+#include "flowd_process.hpp"
 
 using namespace flowd;
+using test::expected_output;
+using test::pipeline;
+using test::Process;
+using test::write;
 namespace fs = std::filesystem;
-
-namespace {
-
-// count -> step (sleeps) -> double -> record: the record sink writes every
-// key with its value, sorted, so two runs compare as text.
-std::string pipeline(int count, int sleep_ms, const std::string& step_extra = "") {
-  return R"({"version": 1, "name": "pipe", "vars": {"output": "out.txt"}, "stages": {
-    "src": {"op": "test.count", "params": {"count": )" + std::to_string(count) + R"(}},
-    "step": {"op": "test.step", "inputs": {"in": "src.out"}, "params": {"sleep_ms": )" + std::to_string(sleep_ms) + R"(})" +
-         step_extra + R"(},
-    "double": {"op": "test.double", "inputs": {"in": "step.out"}},
-    "out": {"op": "test.record", "inputs": {"in": "double.out"}, "params": {"path": "${output}"}}}})";
-}
-
-fs::path write(const fs::path& dir, const std::string& name, const std::string& text) {
-  std::ofstream(dir / name) << text;
-  return dir / name;
-}
-
-std::string expected_output(const fs::path& dir, const fs::path& wf) {
-  const auto r = test::flowd_cmd(dir, {wf.string(), "--set", "output=" + (dir / "one.txt").string(), "--cpu", "2",
-                                       "--gpu", "none", "--no-progress", "--no-perf-model"});
-  EXPECT_EQ(r.code, 0) << r.err;
-  return test::slurp(dir / "one.txt");
-}
-
-// A process started beside the test (the coordinator or a worker), with the
-// test plugins on its path; killed if the test leaves it running.
-class Process {
-public:
-  Process(const fs::path& cwd, std::vector<std::string> args, const std::vector<std::string>& extra_env = {}) {
-    // extra_env first: getenv() takes the first of duplicate names.
-    std::vector<std::string> env = extra_env;
-    env.push_back("FLOWD_PLUGIN_PATH=" + test::test_plugins("testops"));
-    env.push_back("FLOWD_CACHE_DIR=" + (cwd / ".cache").string());
-    for (char** e = environ; *e; ++e)
-      if (std::strncmp(*e, "FLOWD_PLUGIN_PATH=", 18) != 0 && std::strncmp(*e, "FLOWD_CACHE_DIR=", 16) != 0) env.push_back(*e);
-    args.insert(args.begin(), FLOWD_BINARY);
-    err_ = cwd / ("stderr-" + std::to_string(counter()++) + ".txt");
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 2, err_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-    std::vector<char*> argv, envp;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    for (auto& e : env) envp.push_back(e.data());
-    envp.push_back(nullptr);
-    const fs::path old = fs::current_path();
-    fs::current_path(cwd);
-    const int rc = posix_spawn(&pid_, FLOWD_BINARY, &fa, nullptr, argv.data(), envp.data());
-    fs::current_path(old);
-    posix_spawn_file_actions_destroy(&fa);
-    if (rc != 0) throw std::runtime_error("posix_spawn failed");
-  }
-  ~Process() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-    }
-  }
-  // The exit code, or -1 when it is still running after `limit`.
-  int wait(std::chrono::seconds limit = std::chrono::seconds(120)) {
-    const auto end = std::chrono::steady_clock::now() + limit;
-    int status = 0;
-    while (::waitpid(pid_, &status, WNOHANG) == 0) {
-      if (std::chrono::steady_clock::now() > end) return -1;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    pid_ = -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  }
-  pid_t pid() const { return pid_; }
-  std::string err() const { return test::slurp(err_); }
-
-private:
-  static int& counter() {
-    static int n = 0;
-    return n;
-  }
-  pid_t pid_ = -1;
-  fs::path err_;
-};
-
-// The worker processes `flowd run --workers` started.
-std::vector<pid_t> children_of(pid_t pid) {
-  std::vector<pid_t> out;
-  std::ifstream in("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children");
-  pid_t c;
-  while (in >> c) out.push_back(c);
-  return out;
-}
-
-int free_port() {
-  zmq::context_t ctx;
-  zmq::socket_t s(ctx, zmq::socket_type::rep);
-  s.bind("tcp://127.0.0.1:*");
-  const std::string ep = s.get(zmq::sockopt::last_endpoint);
-  return std::stoi(ep.substr(ep.rfind(':') + 1));
-}
-
-}  // namespace
 
 TEST(ClusterRun, OneTwoAndFourWorkerProcessesGiveWhatOneProcessGives) {
   const auto dir = test::scratch();
@@ -143,7 +34,7 @@ TEST(ClusterRun, OneTwoAndFourWorkerProcessesGiveWhatOneProcessGives) {
 
 TEST(ClusterRun, AKilledWorkersTasksRunElsewhereAndTheOutputIsTheSame) {
   const auto dir = test::scratch();
-  const auto wf = write(dir, "wf.json", pipeline(30, 60));
+  const auto wf = write(dir, "wf.json", pipeline(60, 60));
   const std::string want = expected_output(dir, wf);
   Process run(dir, {"run", wf.string(), "--set", "output=" + (dir / "killed.txt").string(), "--workers", "3",
                     "--worker-cpus", "1", "--gpu", "none", "--no-progress", "--no-perf-model", "--heartbeat-ms", "100",
@@ -152,10 +43,12 @@ TEST(ClusterRun, AKilledWorkersTasksRunElsewhereAndTheOutputIsTheSame) {
   std::vector<pid_t> workers;
   for (int i = 0; i < 500 && workers.size() < 3; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    workers = children_of(run.pid());
+    workers = test::children_of(run.pid());
   }
   ASSERT_EQ(workers.size(), 3u) << run.err();
-  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  // 60 tasks of 60 ms on three workers take over a second: kill mid-run.
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  ASSERT_LT(run.poll(), 0) << "the run ended before a worker could be killed:\n" << run.err();
   ASSERT_EQ(::kill(workers[1], SIGKILL), 0);
   const int code = run.wait();
   ASSERT_EQ(code, 0) << run.err();
@@ -175,7 +68,7 @@ TEST(ClusterRun, ListenAndExpectWithKeysAcceptsOnlyAuthorisedWorkers) {
     if (std::string(name) == "worker") authorised = r.out.substr(r.out.rfind('\n', r.out.size() - 2) + 1);
   }
   std::ofstream(dir / "keys/authorised_keys") << authorised;
-  const std::string endpoint = "tcp://127.0.0.1:" + std::to_string(free_port());
+  const std::string endpoint = "tcp://127.0.0.1:" + std::to_string(test::free_port());
   Process coordinator(dir, {"run", wf.string(), "--set", "output=" + (dir / "keys.txt").string(), "--listen", endpoint,
                             "--expect", "1", "--key", (dir / "keys/coordinator.key").string(), "--authorised-keys",
                             (dir / "keys/authorised_keys").string(), "--gpu", "none", "--no-progress", "--no-perf-model",
@@ -195,7 +88,7 @@ TEST(ClusterRun, GarbageSentToTheCoordinatorIsRejectedAndTheRunGoesOn) {
   const auto dir = test::scratch();
   const auto wf = write(dir, "wf.json", pipeline(20, 20));
   const std::string want = expected_output(dir, wf);
-  const std::string endpoint = "tcp://127.0.0.1:" + std::to_string(free_port());
+  const std::string endpoint = "tcp://127.0.0.1:" + std::to_string(test::free_port());
   Process coordinator(dir, {"run", wf.string(), "--set", "output=" + (dir / "garbage.txt").string(), "--listen", endpoint,
                             "--expect", "1", "--gpu", "none", "--no-progress", "--no-perf-model"});
   Process worker(dir, {"worker", "--connect", endpoint, "--gpu", "none", "--cpus", "1"});
@@ -222,7 +115,7 @@ TEST(ClusterRun, ANodeThatCannotLoadAPluginGetsNoTasksOfIt) {
   const auto dir = test::scratch();
   const auto wf = write(dir, "wf.json", pipeline(16, 1));
   const std::string want = expected_output(dir, wf);
-  const std::string endpoint = "tcp://127.0.0.1:" + std::to_string(free_port());
+  const std::string endpoint = "tcp://127.0.0.1:" + std::to_string(test::free_port());
   Process coordinator(dir, {"run", wf.string(), "--set", "output=" + (dir / "partial.txt").string(), "--listen", endpoint,
                             "--expect", "2", "--gpu", "none", "--no-progress", "--no-perf-model"});
   // This one finds no test plugins at all.
@@ -235,4 +128,60 @@ TEST(ClusterRun, ANodeThatCannotLoadAPluginGetsNoTasksOfIt) {
   EXPECT_TRUE(std::regex_search(log, std::regex("blind.*cannot run stage 'step'"))) << log;
   blind.wait();
   able.wait();
+}
+
+TEST(ClusterRun, StageLabelsPlaceTasksOnlyOnMatchingNodes) {
+  const auto dir = test::scratch();
+  const auto wf = write(dir, "wf.json", R"({"version": 1, "name": "labels", "vars": {"output": "out.txt"}, "stages": {
+    "src": {"op": "test.count", "params": {"count": 16}},
+    "step": {"op": "test.step", "inputs": {"in": "src.out"}, "labels": ["big"], "params": {"sleep_ms": 5}},
+    "out": {"op": "test.record", "inputs": {"in": "step.out"}, "params": {"path": "${output}"}}}})");
+  const std::string want = expected_output(dir, wf);
+  const std::string endpoint = "tcp://127.0.0.1:" + std::to_string(test::free_port());
+  Process coordinator(dir, {"run", wf.string(), "--set", "output=" + (dir / "labels.txt").string(), "--listen", endpoint,
+                            "--expect", "2", "--gpu", "none", "--no-progress", "--no-perf-model"});
+  Process small(dir, {"worker", "--connect", endpoint, "--gpu", "none", "--cpus", "1", "--name", "small"});
+  Process big(dir, {"worker", "--connect", endpoint, "--gpu", "none", "--cpus", "1", "--name", "big", "--label", "big"});
+  ASSERT_EQ(coordinator.wait(), 0) << coordinator.err();
+  EXPECT_EQ(test::slurp(dir / "labels.txt"), want);
+  const std::string log = coordinator.err();
+  EXPECT_NE(log.find("worker small: 0 tasks"), std::string::npos) << log;
+  EXPECT_NE(log.find("worker big: 16 tasks"), std::string::npos) << log;
+  small.wait();
+  big.wait();
+}
+
+// srun in miniature: three ranks of the same command line, told who they
+// are by Slurm's variables; rank 0 coordinates, publishes its address in
+// the rendezvous file, and the others join it with CURVE keys.
+TEST(ClusterRun, LauncherRanksFindTheCoordinatorThroughTheRendezvousFile) {
+  const auto dir = test::scratch();
+  const auto wf = write(dir, "wf.json", pipeline(12, 5));
+  const std::string want = expected_output(dir, wf);
+  std::string authorised;
+  for (const char* name : {"coordinator", "worker"}) {
+    const auto r = test::flowd_cmd(dir, {"keygen", name, "--out", (dir / "keys").string()});
+    ASSERT_EQ(r.code, 0) << r.err;
+    if (std::string(name) == "worker") authorised = r.out.substr(r.out.rfind('\n', r.out.size() - 2) + 1);
+  }
+  std::ofstream(dir / "keys/authorised_keys") << authorised;
+  const std::vector<std::string> args{"run", wf.string(), "--set", "output=" + (dir / "srun.txt").string(), "--gpu", "none",
+                                      "--no-progress", "--no-perf-model", "--cpu", "1",
+                                      "--key", (dir / "keys/coordinator.key").string(),
+                                      "--authorised-keys", (dir / "keys/authorised_keys").string(),
+                                      "--worker-key", (dir / "keys/worker.key").string(),
+                                      "--coordinator-key", (dir / "keys/coordinator.pub").string()};
+  auto env = [&](int rank) {
+    return std::vector<std::string>{"FLOWD_LAUNCHER=slurm", "SLURM_PROCID=" + std::to_string(rank), "SLURM_NTASKS=3",
+                                    "SLURM_JOB_ID=4711", "SLURM_STEP_ID=0", "FLOWD_ADVERTISE=127.0.0.1",
+                                    "FLOWD_RENDEZVOUS=" + (dir / "rendezvous.json").string()};
+  };
+  Process rank0(dir, args, env(0));
+  Process rank1(dir, args, env(1));
+  Process rank2(dir, args, env(2));
+  ASSERT_EQ(rank0.wait(), 0) << rank0.err();
+  EXPECT_EQ(rank1.wait(), 0) << rank1.err();
+  EXPECT_EQ(rank2.wait(), 0) << rank2.err();
+  EXPECT_EQ(test::slurp(dir / "srun.txt"), want);
+  EXPECT_NE(rank1.err().find("rank 1 of 3 (slurm)"), std::string::npos) << rank1.err();
 }

@@ -230,12 +230,15 @@ TEST(Assignment, PrefersLabelsThenLocalityThenAge) {
   std::vector<NodeView> live{cpu, gpu};
   const auto best = best_preferences(stages, live);
   std::vector<ReadyTask> ready{{1, 0, {{2, 100}}}, {2, 0, {{1, 50}}}, {3, 1, {}}};
-  // cpu: stage b waits for the live gpu node; of the rest, its local input wins.
+  // cpu: stage b waits for the gpu node while it asks for work too; of the
+  // rest, its local input wins.
   EXPECT_EQ(choose_task(ready, cpu, stages, best), 1u);
   // gpu: prefers b (preference 0 vs 0 for a... a has no prefer: 0 too), then
   // locality: task 1 holds 100 bytes there.
   EXPECT_EQ(choose_task(ready, gpu, stages, best), 0u);
-  // Without the gpu node alive, cpu may take b.
+  // Blind to locality, the oldest of equal preference wins.
+  EXPECT_EQ(choose_task(ready, cpu, stages, best, false), 0u);
+  // With the gpu node busy (or gone), cpu may take b.
   std::vector<NodeView> only_cpu{cpu};
   const auto best2 = best_preferences(stages, only_cpu);
   std::vector<ReadyTask> just_b{{3, 1, {}}};
@@ -320,6 +323,20 @@ TEST(Coordinator, PreferredLabelFallsBackToAnywhere) {
   FakeWorker cpu(f.coord->endpoint(), {.name = "cpu"});
   f.coord->wait_for_workers(1, patience);
   Results res;
+  f.coord->submit(f.task(f.a, "k", local("k", 1), res.sink()));
+  cpu.send(wire::RequestWork{1, 0});
+  EXPECT_TRUE(cpu.expect<wire::AssignTask>());
+  f.coord->drain();
+}
+
+TEST(Coordinator, ABusyPreferredNodeLeavesTheTaskToAnIdleFallbackNode) {
+  Fixture f(R"(, "labels": {"prefer": ["gpu"], "anywhere": true})");
+  FakeWorker cpu(f.coord->endpoint(), {.name = "cpu"});
+  FakeWorker gpu(f.coord->endpoint(), {.name = "gpu", .labels = Json::array({"gpu"})});
+  f.coord->wait_for_workers(2, patience);
+  Results res;
+  // The gpu node is alive but asks for nothing (busy): the idle cpu node,
+  // a fallback by "anywhere", takes the task instead of idling.
   f.coord->submit(f.task(f.a, "k", local("k", 1), res.sink()));
   cpu.send(wire::RequestWork{1, 0});
   EXPECT_TRUE(cpu.expect<wire::AssignTask>());
@@ -440,19 +457,21 @@ TEST(Coordinator, StealMovesUnstartedTasks) {
   FakeWorker thief(f.coord->endpoint(), {.name = "thief"});
   f.coord->wait_for_workers(2, patience);
   Results res;
-  for (int i = 0; i < 3; ++i)
+  for (int i = 0; i < 5; ++i)
     f.coord->submit(f.task(f.a, "k" + std::to_string(i), local("k" + std::to_string(i), i), res.sink()));
-  victim.send(wire::RequestWork{3, 0});
+  victim.send(wire::RequestWork{5, 0});
   std::vector<wire::AssignTask> mine;
-  for (int i = 0; i < 3; ++i) {
+  for (int i = 0; i < 5; ++i) {
     auto t = victim.expect<wire::AssignTask>();
     ASSERT_TRUE(t);
     mine.push_back(*t);
   }
-  thief.send(wire::RequestWork{2, 0});
+  thief.send(wire::RequestWork{4, 0});
   auto req = victim.expect<wire::StealRequest>();
   ASSERT_TRUE(req);
   EXPECT_EQ(req->for_worker, thief.id());
+  // The victim runs one task at a time (its hello said 1 slot), so 4 wait:
+  // half of them are asked for, not all the thief could take.
   EXPECT_EQ(req->max_tasks, 2u);
   // Gives up two, plus an id it never had (ignored safely).
   victim.send(wire::StealReply{{mine[1].task_id, mine[2].task_id, 999999}});
