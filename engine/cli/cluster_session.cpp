@@ -75,6 +75,7 @@ std::unique_ptr<ClusterSession> ClusterSession::start(const ClusterOptions& o, c
                          : std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / o.workers);
     std::vector<std::string> args{"--cpus", std::to_string(cpus), "--gpu", ro.gpus.str()};
     if (o.worker_lookahead >= 0) args.insert(args.end(), {"--lookahead", std::to_string(o.worker_lookahead)});
+    if (!o.worker_store.empty()) args.insert(args.end(), {"--store", fs::absolute(o.worker_store).string()});
     for (const auto& p : ctx.plugin_path) args.insert(args.end(), {"-P", p});
     if (ctx.quiet) args.push_back("--quiet");
     if (ctx.verbose) args.push_back("--verbose");

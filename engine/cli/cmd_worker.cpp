@@ -35,7 +35,7 @@ int run_worker_node(net::node::WorkerNodeOptions options, const PluginOptions& p
 }
 
 int cmd_worker(const Args& args) {
-  std::string connect, bind = "tcp://127.0.0.1:*", advertise, name, gpu = "all", perf_model;
+  std::string connect, bind = "tcp://127.0.0.1:*", advertise, name, gpu = "all", perf_model, store_dir;
   int cpus = 0, lookahead = -1, join_timeout = 30;
   double emulate_link = 0;
   long rank = 0;
@@ -55,6 +55,7 @@ int cmd_worker(const Args& args) {
       ("name", po::value(&name), "this node's name in logs (default host:pid)")
       ("emulate-link-mb-s", po::value(&emulate_link), "experiments: pulls from other nodes take at least bytes / (this many MB/s)")
       ("join-timeout", po::value(&join_timeout), "seconds to wait for the coordinator's welcome (default 30)")
+      ("store", po::value(&store_dir), "keep this node's items in an HDF5 file in DIR instead of memory (items beyond memory)")
       ("lookahead", po::value(&lookahead), "tasks asked for beyond free threads, fetched ahead (default: = threads)")
       ("perf-model", po::value(&perf_model), "performance model file to learn into (default: none)")
       ("plugin-path,P", po::value(&plugins.plugin_path)->composing(), "directory or .so to search for plugins first; repeatable")
@@ -77,6 +78,7 @@ int cmd_worker(const Args& args) {
     o.cpus = cpus > 0 ? cpus : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
     o.gpus = runtime::GpuSpec::parse(gpu);
     o.lookahead = lookahead;
+    o.store_dir = store_dir;
     o.welcome_timeout = std::chrono::seconds(std::max(1, join_timeout));
     if (emulate_link < 0) throw Error("--emulate-link-mb-s must be >= 0");
     o.emulate_link_mb_s = emulate_link;

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <condition_variable>
 #include <cstring>
@@ -22,6 +23,7 @@
 #include "net/node/worker_queue.hpp"
 #include "net/transport/client.hpp"
 #include "net/transport/server.hpp"
+#include "net/store/hdf5_store.hpp"
 #include "net/transport/store.hpp"
 #include "net/wire/wire.hpp"
 #include "net/zio/zio.hpp"
@@ -195,7 +197,10 @@ struct WorkerNode::Impl {
   workflow::Graph graph;
   std::map<std::string, std::string> unavailable;
 
-  transport::MemoryItemStore store;                               // before server, which reads it
+  // The node's outputs: memory, or an HDF5 file with --store (before server,
+  // which reads it).
+  std::unique_ptr<transport::NodeItemStore> store;
+  std::filesystem::path store_file;  // removed when the node ends
   std::unique_ptr<transport::ItemServer> server;
   std::string data_endpoint;
 
@@ -244,6 +249,13 @@ struct WorkerNode::Impl {
     // operators finish; their completions are not reported any more).
     pool.reset();
     host.reset();
+    // The item server reads the store: both go before the file.
+    server.reset();
+    store.reset();
+    if (!store_file.empty()) {
+      std::error_code ec;
+      std::filesystem::remove(store_file, ec);
+    }
   }
 
   void join() {
@@ -312,7 +324,18 @@ struct WorkerNode::Impl {
         if (!allowed.contains(k)) allowed.add(k);
       so.curve = transport::CurveServerKeys{options.curve->own, std::move(allowed)};
     }
-    server = std::make_unique<transport::ItemServer>(store, std::move(so));
+    if (options.store_dir.empty()) {
+      store = std::make_unique<transport::MemoryItemStore>();
+    } else {
+      // One file per node and run: what it holds means nothing after the run.
+      std::string stem;
+      for (const char ch : name) stem += std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' ? ch : '_';
+      std::filesystem::create_directories(options.store_dir);
+      store_file = options.store_dir / (stem + "-" + std::to_string(::getpid()) + ".h5");
+      store = std::make_unique<store::Hdf5ItemStore>(store_file);
+      log.info(who() + ": keeping its items in " + store_file.string());
+    }
+    server = std::make_unique<transport::ItemServer>(*store, std::move(so));
     data_endpoint = advertised_endpoint(server->endpoint(), options.advertise_host);
 
     socket = zmq::socket_t(ctx, zmq::socket_type::dealer);
@@ -452,7 +475,7 @@ struct WorkerNode::Impl {
 
   void on_release(const wire::ReleaseItems& r) {
     for (const auto& id : r.ids) {
-      if (store.erase(id)) ++items_released;
+      if (store->erase(id)) ++items_released;
       else ++release_unknown;  // released twice, or never made here: nothing to do
     }
   }
@@ -490,7 +513,7 @@ struct WorkerNode::Impl {
     } else {
       // E.g. attrs beyond the wire's limits: the outputs cannot be
       // described, so they are useless here.
-      for (const auto& o : c.outputs) store.erase(o.ref.id);
+      for (const auto& o : c.outputs) store->erase(o.ref.id);
       fail(c.task_id, false, "task " + std::to_string(c.task_id) + ": its outputs cannot be sent: " + msg.error().describe());
     }
   }
@@ -591,7 +614,7 @@ struct WorkerNode::Impl {
         const auto port = task.spec.ports[i];
         try {
           if (ref.holder == worker_id) {
-            const auto held = store.find(ref.id);
+            const auto held = store->find(ref.id);
             if (!held) throw Error("it is no longer held here");
             inputs[port] = *held;
           } else {
@@ -649,12 +672,12 @@ struct WorkerNode::Impl {
         o.ref.bytes = payload_bytes(item);
         o.port = static_cast<std::uint32_t>(port);
         o.meta = item.meta;
-        store.put(o.ref.id, std::make_shared<const Item>(std::move(item)));
+        store->put(o.ref.id, std::make_shared<const Item>(std::move(item)));
         c.outputs.push_back(std::move(o));
       }
       c.ok = true;
     } catch (const std::exception& e) {
-      for (const auto& o : c.outputs) store.erase(o.ref.id);
+      for (const auto& o : c.outputs) store->erase(o.ref.id);
       c.outputs.clear();
       c.message = "stage '" + stage + "' on item '" + key + "': cannot keep its outputs: " + e.what();
     }

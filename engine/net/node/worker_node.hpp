@@ -63,6 +63,9 @@ struct WorkerNodeOptions {
   // at this rate (MB/s), as if the nodes were joined by a slow link
   // (Constellation's throttled inter-cluster links). 0: off.
   double emulate_link_mb_s = 0;
+  // Keep outputs in an HDF5 file in this directory instead of memory (items
+  // beyond memory; served from disk). Empty: memory.
+  std::filesystem::path store_dir{};
   const std::atomic<bool>* interrupt = nullptr;  // SIGINT/SIGTERM: leave with bye
 };
 

@@ -375,6 +375,17 @@ const char* kind_name(ValueKind k) {
   return "none";
 }
 
+// The id an item is stored under: the name given to put(), else its own
+// metadata's.
+wire::ItemId stored_name(const Ctx& c, hid_t g) {
+  const bool named = H5Aexists(g, "name_key") > 0;
+  wire::ItemId id;
+  id.key = string_attr(c, g, named ? "name_key" : "key");
+  id.version = int_attr(c, g, named ? "name_version" : "version");
+  id.timestamp = int_attr(c, g, named ? "name_timestamp" : "timestamp");
+  return id;
+}
+
 void write_item(const Ctx& c, hid_t g, const Item& item) {
   const ItemMeta& m = item.meta;
   set_attr(c, g, "key", m.key);
@@ -514,8 +525,9 @@ Hdf5ItemStore::~Hdf5ItemStore() {
   file_->file.reset();
 }
 
-void Hdf5ItemStore::put(const Item& item) {
-  const wire::ItemId id = transport::id_of(item.meta);
+void Hdf5ItemStore::put(const Item& item) { put(transport::id_of(item.meta), item); }
+
+void Hdf5ItemStore::put(const wire::ItemId& id, const Item& item) {
   Session session;
   const Ctx c{path_, describe(id)};
   const std::string temp = std::string(staging_group) + "/" + std::to_string(file_->next_temp++);
@@ -525,6 +537,13 @@ void Hdf5ItemStore::put(const Item& item) {
       Id g = c.check(H5Gcreate2(file_->file, temp.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose,
                      "cannot create a staging group");
       write_item(c, g, item);
+      // Filed under a name of the caller's: kept beside the metadata, which
+      // stays the item's own.
+      if (id != transport::id_of(item.meta)) {
+        set_attr(c, g, "name_key", id.key);
+        set_attr(c, g, "name_version", std::vector<std::int64_t>{id.version});
+        set_attr(c, g, "name_timestamp", std::vector<std::int64_t>{id.timestamp});
+      }
     }
     // The data reaches the file before the link that makes it visible, so
     // that no crash can leave /items naming a half-written item.
@@ -577,11 +596,7 @@ std::vector<wire::ItemId> Hdf5ItemStore::ids() const {
   for (hsize_t i = 0; i < info.nlinks; ++i) {
     Id g = c.check(H5Oopen_by_idx(file_->items, ".", H5_INDEX_NAME, H5_ITER_INC, i, H5P_DEFAULT), H5Oclose,
                    "cannot open entry " + std::to_string(i) + " of /items");
-    wire::ItemId id;
-    id.key = string_attr(c, g, "key");
-    id.version = int_attr(c, g, "version");
-    id.timestamp = int_attr(c, g, "timestamp");
-    out.push_back(std::move(id));
+    out.push_back(stored_name(c, g));
   }
   return out;
 }
@@ -594,7 +609,7 @@ std::shared_ptr<const Item> Hdf5ItemStore::find(const wire::ItemId& id) const {
   Id g = c.check(H5Gopen2(file_->items, name.c_str(), H5P_DEFAULT), H5Gclose, "cannot open the item");
   try {
     auto item = std::make_shared<Item>(read_item(c, g));
-    if (transport::id_of(item->meta) != id) c.fail("the stored metadata names " + describe(transport::id_of(item->meta)), false);
+    if (const auto stored = stored_name(c, g); stored != id) c.fail("the stored item is named " + describe(stored), false);
     return item;
   } catch (const nlohmann::json::exception& e) {
     c.fail(std::string("stored JSON does not parse: ") + e.what(), false);

@@ -23,7 +23,7 @@ namespace flowd::net::store {
 //
 // One Hdf5ItemStore per file: HDF5 locks the file against other processes,
 // and a second open in this process would share HDF5's file state.
-class Hdf5ItemStore final : public transport::ItemStore {
+class Hdf5ItemStore final : public transport::NodeItemStore {
 public:
   // Opens the store at `path`, creating it if missing. Items of an existing
   // store are available at once; debris of an interrupted put is dropped.
@@ -35,7 +35,10 @@ public:
   // Replaces an item stored under the same id. Arrays must be host
   // accessible; they are stored in C order whatever their strides.
   void put(const Item& item);
-  bool erase(const wire::ItemId& id);
+  // Under a name of the caller's (the item keeps its own metadata).
+  void put(const wire::ItemId& name, const Item& item);
+  void put(const wire::ItemId& name, std::shared_ptr<const Item> item) override { put(name, *item); }
+  bool erase(const wire::ItemId& id) override;
   bool contains(const wire::ItemId& id) const;
   std::size_t size() const;
   // The ids of all stored items, in no particular order.

@@ -31,7 +31,16 @@ public:
   virtual std::shared_ptr<const Item> find(const wire::ItemId& id) const = 0;
 };
 
-class MemoryItemStore final : public ItemStore {
+// A store the runtime writes: a node's outputs until release_items. Items
+// go in under names the runtime chooses (node/protocol.hpp output_id) and
+// come out exactly as made.
+class NodeItemStore : public ItemStore {
+public:
+  virtual void put(const wire::ItemId& name, std::shared_ptr<const Item> item) = 0;
+  virtual bool erase(const wire::ItemId& name) = 0;
+};
+
+class MemoryItemStore final : public NodeItemStore {
 public:
   // Replaces an item stored under the same id. Without a name an item is
   // filed under its own metadata (id_of); the runtime names items itself
@@ -39,8 +48,8 @@ public:
   // not collide and each is served exactly as it was made.
   void put(std::shared_ptr<const Item> item);
   void put(Item item) { put(std::make_shared<const Item>(std::move(item))); }
-  void put(const wire::ItemId& name, std::shared_ptr<const Item> item);
-  bool erase(const wire::ItemId& id) { return take(id) != nullptr; }
+  void put(const wire::ItemId& name, std::shared_ptr<const Item> item) override;
+  bool erase(const wire::ItemId& id) override { return take(id) != nullptr; }
   // Removes and returns the item, so its last reference can be dropped
   // outside the caller's locks.
   std::shared_ptr<const Item> take(const wire::ItemId& id);

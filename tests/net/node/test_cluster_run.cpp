@@ -185,3 +185,17 @@ TEST(ClusterRun, LauncherRanksFindTheCoordinatorThroughTheRendezvousFile) {
   EXPECT_EQ(test::slurp(dir / "srun.txt"), want);
   EXPECT_NE(rank1.err().find("rank 1 of 3 (slurm)"), std::string::npos) << rank1.err();
 }
+
+TEST(ClusterRun, WorkersKeepingTheirItemsInHdf5GiveTheSameOutput) {
+  const auto dir = test::scratch();
+  const auto wf = write(dir, "wf.json", pipeline(24, 2));
+  const std::string want = expected_output(dir, wf);
+  const auto r = test::flowd_cmd(dir, {wf.string(), "--set", "output=" + (dir / "h5.txt").string(), "--workers", "2",
+                                       "--worker-cpus", "1", "--worker-store", (dir / "stores").string(), "--gpu", "none",
+                                       "--no-progress", "--no-perf-model"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(test::slurp(dir / "h5.txt"), want);
+  EXPECT_NE(r.err.find("keeping its items in"), std::string::npos) << r.err;
+  // Each node's file goes with it.
+  EXPECT_TRUE(fs::is_empty(dir / "stores"));
+}

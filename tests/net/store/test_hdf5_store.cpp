@@ -305,3 +305,30 @@ TEST(Hdf5ItemStore, ConcurrentPutAndFind) {
 }
 
 }  // namespace
+
+TEST(Hdf5ItemStore, ItemsFiledUnderACallersNameKeepTheirOwnMetadata) {
+  const auto path = fresh_path("named");
+  const ItemId name{"t7/out", 7, 0};
+  {
+    Hdf5ItemStore store(path);
+    Item item;
+    item.meta.key = "slide/tile/3";
+    item.meta.version = 2;
+    item.value = Json{{"v", 1}};
+    store.put(name, item);
+    // Two items with equal metadata under two names do not collide.
+    store.put(ItemId{"t8/out", 8, 0}, item);
+    EXPECT_EQ(store.size(), 2u);
+  }
+  Hdf5ItemStore reopened(path);
+  const auto got = reopened.find(name);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->meta.key, "slide/tile/3");
+  EXPECT_EQ(got->meta.version, 2);
+  EXPECT_EQ(std::get<Json>(got->value), (Json{{"v", 1}}));
+  EXPECT_FALSE(reopened.find(ItemId{"slide/tile/3", 2, 0}));
+  const auto ids = reopened.ids();
+  EXPECT_NE(std::find(ids.begin(), ids.end(), name), ids.end());
+  EXPECT_TRUE(reopened.erase(name));
+  EXPECT_FALSE(reopened.find(name));
+}
