@@ -49,6 +49,9 @@ std::unique_ptr<ClusterSession> ClusterSession::start(const ClusterOptions& o, c
     expect = launched ? static_cast<std::size_t>(ctx.launch->size - 1) : static_cast<std::size_t>(o.expect);
   }
 
+  // Checked here so the refusal names the address the user gave.
+  sec::check_bind_endpoint(co.membership_endpoint, co.curve.has_value());
+
   net::node::RunConfig config;
   config.workflow = Json::parse(graph.workflow.resolved.dump());
   config.workflow_name = graph.workflow.name;

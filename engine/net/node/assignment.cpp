@@ -38,6 +38,21 @@ std::vector<std::optional<int>> best_preferences(std::span<const StagePlacement>
   return best;
 }
 
+std::vector<std::optional<std::int64_t>> best_ranks(std::span<const StagePlacement> stages, std::span<const NodeView> nodes,
+                                                    std::span<const std::optional<int>> best) {
+  std::vector<std::optional<std::int64_t>> out(stages.size());
+  for (std::size_t s = 0; s < stages.size() && s < best.size(); ++s) {
+    const auto policy = stages[s].labels.rank;
+    if (policy == cluster::RankPolicy::any || !best[s]) continue;
+    for (const auto& n : nodes) {
+      if (placement_preference(stages[s], n) != best[s]) continue;
+      const auto r = n.labels.rank;
+      if (!out[s] || (policy == cluster::RankPolicy::biggest ? r > *out[s] : r < *out[s])) out[s] = r;
+    }
+  }
+  return out;
+}
+
 std::uint64_t local_bytes(const ReadyTask& task, std::uint32_t id) {
   std::uint64_t b = 0;
   for (const auto& [holder, bytes] : task.inputs)
@@ -47,7 +62,8 @@ std::uint64_t local_bytes(const ReadyTask& task, std::uint32_t id) {
 
 std::optional<std::size_t> choose_task(std::span<const ReadyTask> ready, const NodeView& node,
                                        std::span<const StagePlacement> stages,
-                                       std::span<const std::optional<int>> best, bool locality) {
+                                       std::span<const std::optional<int>> best, bool locality,
+                                       std::span<const std::optional<std::int64_t>> ranks) {
   // Preferences per stage for this node, computed once per call.
   std::vector<std::optional<int>> mine(stages.size());
   for (std::size_t s = 0; s < stages.size(); ++s) mine[s] = placement_preference(stages[s], node);
@@ -62,6 +78,11 @@ std::optional<std::size_t> choose_task(std::span<const ReadyTask> ready, const N
     if (!p) continue;
     // A node that the stage prefers takes it when it asks at the same time.
     if (t.stage < best.size() && best[t.stage] && *best[t.stage] < *p) continue;
+    // Among equally preferred nodes asking at once, the stage's rank policy
+    // picks (e.g. "biggest": the node with the most cores or GPU memory).
+    if (t.stage < ranks.size() && ranks[t.stage] && t.stage < best.size() && best[t.stage] == p &&
+        node.labels.rank != *ranks[t.stage])
+      continue;
     const std::uint64_t local = locality ? local_bytes(t, node.id) : 0;
     const auto key = std::tuple<int, std::uint64_t, std::uint64_t>{*p, 0, t.seq};
     const bool better = !chosen || std::get<0>(key) < std::get<0>(best_key) ||

@@ -68,9 +68,19 @@ struct ReadyTask {
 // Without `locality` the bytes a node holds are ignored (the oldest task of
 // the best preference wins): placement blind to where data lives, the
 // "anywhere" of the Constellation experiment.
+// `ranks` is best_ranks() over the same nodes as `best`: where a stage has a
+// rank policy, only the node(s) of the best rank among the equally
+// preferred ones asking take it.
 std::optional<std::size_t> choose_task(std::span<const ReadyTask> ready, const NodeView& node,
                                        std::span<const StagePlacement> stages,
-                                       std::span<const std::optional<int>> best, bool locality = true);
+                                       std::span<const std::optional<int>> best, bool locality = true,
+                                       std::span<const std::optional<std::int64_t>> ranks = {});
+
+// For each stage with a rank policy ("biggest" / "smallest"), the best rank
+// among `nodes` whose preference for it is `best` (best_preferences() over
+// the same nodes); nullopt for "any" or when no node can run it.
+std::vector<std::optional<std::int64_t>> best_ranks(std::span<const StagePlacement> stages, std::span<const NodeView> nodes,
+                                                    std::span<const std::optional<int>> best);
 
 // Input bytes of `task` already held by node `id`.
 std::uint64_t local_bytes(const ReadyTask& task, std::uint32_t id);

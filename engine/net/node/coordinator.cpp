@@ -534,6 +534,7 @@ struct Coordinator::Loop {
     for (const auto& [id, w] : c.workers)
       if (w.live && w.credit > 0) asking.push_back(w.view);
     const auto best_now = best_preferences(c.stages, asking);
+    const auto ranks_now = best_ranks(c.stages, asking, best_now);
     const bool may_give_up = c.ever_registered >= std::max<std::size_t>(c.expected, 1);
 
     std::vector<ReadyTask> cands;
@@ -584,7 +585,7 @@ struct Coordinator::Loop {
     for (auto& [id, w] : c.workers) {
       if (!w.live) continue;
       while (w.credit > 0 && !cands.empty()) {
-        const auto i = choose_task(cands, w.view, c.stages, best_now, c.options.locality);
+        const auto i = choose_task(cands, w.view, c.stages, best_now, c.options.locality, ranks_now);
         if (!i) break;
         const JobPtr job = cand_jobs[*i];
         cands.erase(cands.begin() + static_cast<std::ptrdiff_t>(*i));

@@ -249,6 +249,28 @@ TEST(Assignment, PrefersLabelsThenLocalityThenAge) {
   EXPECT_NE(why_not(stages[0], sick, "plugin missing").find("plugin missing"), std::string::npos);
 }
 
+TEST(Assignment, RankPolicyPicksAmongEquallyPreferredNodes) {
+  std::vector<StagePlacement> stages(1);
+  stages[0].name = "big-job";
+  stages[0].labels.rank = flowd::net::cluster::RankPolicy::biggest;
+  NodeView small{1, "small", {{}, 8}, {}}, large{2, "large", {{}, 64}, {}};
+  std::vector<NodeView> asking{small, large};
+  const auto best = best_preferences(stages, asking);
+  const auto ranks = best_ranks(stages, asking, best);
+  std::vector<ReadyTask> ready{{1, 0, {}}};
+  EXPECT_FALSE(choose_task(ready, small, stages, best, true, ranks).has_value());
+  EXPECT_EQ(choose_task(ready, large, stages, best, true, ranks), 0u);
+  // Smallest: the other way round; alone, the small node takes it anyway.
+  stages[0].labels.rank = flowd::net::cluster::RankPolicy::smallest;
+  const auto smallest = best_ranks(stages, asking, best);
+  EXPECT_EQ(choose_task(ready, small, stages, best, true, smallest), 0u);
+  EXPECT_FALSE(choose_task(ready, large, stages, best, true, smallest).has_value());
+  std::vector<NodeView> only_small{small};
+  const auto best1 = best_preferences(stages, only_small);
+  stages[0].labels.rank = flowd::net::cluster::RankPolicy::biggest;
+  EXPECT_EQ(choose_task(ready, small, stages, best1, true, best_ranks(stages, only_small, best1)), 0u);
+}
+
 TEST(Coordinator, DemandDrivenAssignment) {
   Fixture f;
   FakeWorker w(f.coord->endpoint(), {.name = "w1"});
