@@ -82,7 +82,7 @@ std::unique_ptr<ClusterSession> ClusterSession::start(const ClusterOptions& o, c
     for (const auto& p : ctx.plugin_path) args.insert(args.end(), {"-P", p});
     if (ctx.quiet) args.push_back("--quiet");
     if (ctx.verbose) args.push_back("--verbose");
-    s->local_ = std::make_unique<LocalWorkers>(endpoint, args, local_credentials);
+    s->local_ = std::make_unique<LocalWorkers>(endpoint, args, local_credentials, log);
   }
   s->coordinator_->wait_for_workers(expect, std::chrono::seconds(o.wait_seconds));
   std::string names;

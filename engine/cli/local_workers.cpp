@@ -19,7 +19,8 @@ namespace flowd::cli {
 namespace sec = net::security;
 
 LocalWorkers::LocalWorkers(const std::string& endpoint, const std::vector<std::string>& args,
-                           const std::vector<sec::ClientCredentials>& credentials) {
+                           const std::vector<sec::ClientCredentials>& credentials, Logger& log)
+    : log_(log) {
   // This binary, whatever the working directory or PATH.
   const std::string self = "/proc/self/exe";
   std::vector<std::string> env_base;
@@ -47,14 +48,21 @@ LocalWorkers::~LocalWorkers() {
   const auto deadline = Clock::now() + std::chrono::seconds(10);
   for (const pid_t pid : pids_) {
     int status = 0;
+    bool killed = false;
     while (::waitpid(pid, &status, WNOHANG) == 0) {
       if (Clock::now() >= deadline) {
         ::kill(pid, SIGKILL);
         ::waitpid(pid, &status, 0);
+        killed = true;
         break;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
+    const std::string who = "local worker process " + std::to_string(pid);
+    if (killed) log_.warn(who + " did not leave within 10 s of the end of the run and was killed");
+    else if (WIFSIGNALED(status)) log_.warn(who + " was killed by signal " + std::to_string(WTERMSIG(status)));
+    else if (WIFEXITED(status) && WEXITSTATUS(status) != 0)
+      log_.warn(who + " exited with code " + std::to_string(WEXITSTATUS(status)));
   }
 }
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "net/security/keys.hpp"
+#include "util/log.hpp"
 
 namespace flowd::cli {
 
@@ -16,9 +17,10 @@ public:
   // Starts `flowd worker --connect endpoint <args...>` once per credential;
   // throws flowd::Error when a process cannot be started.
   LocalWorkers(const std::string& endpoint, const std::vector<std::string>& args,
-               const std::vector<net::security::ClientCredentials>& credentials);
+               const std::vector<net::security::ClientCredentials>& credentials, Logger& log);
   // Waits for the workers to leave (they do once the coordinator says bye),
-  // killing those still there after a grace period.
+  // killing those still there after a grace period; a worker that ended
+  // otherwise than with exit 0 is reported.
   ~LocalWorkers();
   LocalWorkers(const LocalWorkers&) = delete;
   LocalWorkers& operator=(const LocalWorkers&) = delete;
@@ -27,6 +29,7 @@ public:
 
 private:
   std::vector<pid_t> pids_;
+  Logger& log_;
 };
 
 }  // namespace flowd::cli

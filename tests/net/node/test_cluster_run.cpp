@@ -54,6 +54,7 @@ TEST(ClusterRun, AKilledWorkersTasksRunElsewhereAndTheOutputIsTheSame) {
   ASSERT_EQ(code, 0) << run.err();
   EXPECT_EQ(test::slurp(dir / "killed.txt"), want);
   EXPECT_NE(run.err().find("lost"), std::string::npos) << run.err();
+  EXPECT_NE(run.err().find("was killed by signal 9"), std::string::npos) << "the coordinator says what became of it";
 }
 
 TEST(ClusterRun, ListenAndExpectWithKeysAcceptsOnlyAuthorisedWorkers) {
