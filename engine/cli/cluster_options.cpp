@@ -1,8 +1,6 @@
 #include "cli/cluster_options.hpp"
 
 #include "flowd/error.hpp"
-#include "net/cluster/advertise.hpp"
-#include "net/security/policy.hpp"
 
 namespace po = boost::program_options;
 namespace sec = flowd::net::security;
@@ -43,14 +41,6 @@ std::optional<sec::ClientCredentials> worker_credentials(const ClusterOptions& o
   else if (!server_key.empty()) c.server_public_key = server_key;
   else throw Error("--worker-key needs --coordinator-key (the coordinator's public key file)");
   return c;
-}
-
-std::string advertise_host(const std::string& bind) {
-  const auto e = sec::parse_endpoint(bind);
-  if (e.transport != sec::Transport::tcp) return {};
-  if (e.address != "0.0.0.0" && e.address != "*" && e.address != "::") return {};
-  const auto ctx = net::cluster::advertise_context(net::cluster::process_env());
-  return sec::parse_endpoint(net::cluster::advertised_endpoint("tcp://0.0.0.0:1", ctx)).address;
 }
 
 Json node_labels(const std::vector<std::string>& labels, long rank) {

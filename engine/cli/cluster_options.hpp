@@ -40,12 +40,6 @@ void add_worker_key_options(boost::program_options::options_description& d, Clus
 std::optional<net::security::ClientCredentials> worker_credentials(const ClusterOptions& o,
                                                                    const std::string& server_key = {});
 
-// The host other nodes should use for a socket bound at `bind`: for a
-// wildcard TCP address (0.0.0.0, *), FLOWD_ADVERTISE, else the Slurm node
-// name, else this host's first non-loopback IPv4 address
-// (cluster/advertise.hpp); empty when `bind` names its host already.
-std::string advertise_host(const std::string& bind);
-
 // --label NAME (repeatable) and --rank N as a node's labels.
 Json node_labels(const std::vector<std::string>& labels, long rank);
 

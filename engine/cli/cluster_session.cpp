@@ -45,7 +45,6 @@ std::unique_ptr<ClusterSession> ClusterSession::start(const ClusterOptions& o, c
     co.membership_endpoint = !o.listen.empty() ? o.listen : "tcp://0.0.0.0:*";
     // The task channel and item server listen where membership does.
     co.bind_host_endpoint = co.membership_endpoint;
-    co.advertise_host = advertise_host(co.membership_endpoint);
     expect = launched ? static_cast<std::size_t>(ctx.launch->size - 1) : static_cast<std::size_t>(o.expect);
   }
 

@@ -188,7 +188,6 @@ int run_as_launched_worker(const net::cluster::LaunchInfo& launch, const CommonO
     w.curve = worker_credentials(cluster, where.server_public_key);
     w.name = launch.node + ":rank" + std::to_string(launch.rank);
     w.data_bind = "tcp://0.0.0.0:*";
-    w.advertise_host = advertise_host(w.data_bind);
     w.cpus = e.cpu > 0 ? e.cpu : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
     w.gpus = runtime::GpuSpec::parse(e.gpu.empty() ? "all" : e.gpu);
     w.labels = node_labels(labels, rank);

@@ -74,7 +74,7 @@ int cmd_worker(const Args& args) {
     o.curve = worker_credentials(cluster);
     o.name = name;
     o.data_bind = bind;
-    o.advertise_host = !advertise.empty() ? advertise : advertise_host(bind);
+    o.advertise_host = advertise;
     o.cpus = cpus > 0 ? cpus : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
     o.gpus = runtime::GpuSpec::parse(gpu);
     o.lookahead = lookahead;

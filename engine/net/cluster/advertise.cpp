@@ -82,4 +82,13 @@ std::string advertised_endpoint(std::string_view bound, const AdvertiseContext& 
               "set FLOWD_ADVERTISE=HOST to the name or address workers should connect to");
 }
 
+std::string advertise_as(std::string_view bound, const std::string& host) {
+  if (!host.empty()) {
+    AdvertiseContext ctx;
+    ctx.override_host = host;
+    return advertised_endpoint(bound, ctx);
+  }
+  return advertised_endpoint(bound, advertise_context(process_env()));
+}
+
 }  // namespace flowd::net::cluster

@@ -52,4 +52,9 @@ AdvertiseContext advertise_context(const Env& env);
 // FLOWD_ADVERTISE.
 std::string advertised_endpoint(std::string_view bound, const AdvertiseContext& ctx);
 
+// What a node tells the others to connect to for a socket bound at `bound`:
+// `host` when given (--advertise), else what advertised_endpoint() finds
+// from this process's environment and interfaces.
+std::string advertise_as(std::string_view bound, const std::string& host);
+
 }  // namespace flowd::net::cluster

@@ -17,6 +17,7 @@
 #include <tuple>
 
 #include "flowd/error.hpp"
+#include "net/cluster/advertise.hpp"
 #include "net/cluster/labels.hpp"
 #include "net/membership/membership.hpp"
 #include "net/node/assignment.hpp"
@@ -66,15 +67,6 @@ std::string bind_for(const std::string& host_endpoint, const char* suffix) {
   }
   throw Error("coordinator: cannot bind the " + std::string(suffix) + " socket on '" + host_endpoint +
               "': the cluster runtime needs tcp:// or ipc://");
-}
-
-// The bound endpoint as workers should see it.
-std::string advertised(const std::string& bound, const std::string& host) {
-  if (host.empty()) return bound;
-  const auto e = security::parse_endpoint(bound);
-  if (e.transport != security::Transport::tcp) return bound;
-  const bool v6 = host.find(':') != std::string::npos;
-  return "tcp://" + (v6 ? "[" + host + "]" : host) + ":" + e.port;
 }
 
 std::uint64_t bytes_of(const Item& item) {
@@ -1021,7 +1013,7 @@ Coordinator::Coordinator(const workflow::Graph& graph, RunConfig config, Coordin
   if (opt.curve) ds.curve = transport::CurveServerKeys{opt.curve->server, opt.curve->authorised};
   ds.log = opt.log;
   l.item_server = std::make_unique<transport::ItemServer>(c.published, std::move(ds));
-  c.data_endpoint = advertised(l.item_server->endpoint(), opt.advertise_host);
+  c.data_endpoint = cluster::advertise_as(l.item_server->endpoint(), opt.advertise_host);
 
   if (opt.curve) l.zap = std::make_unique<security::ZapHandler>(l.ctx, opt.curve->authorised, opt.log);
   l.socket = zmq::socket_t(l.ctx, zmq::socket_type::router);
@@ -1030,7 +1022,7 @@ Coordinator::Coordinator(const workflow::Graph& graph, RunConfig config, Coordin
   l.socket.set(zmq::sockopt::sndhwm, 10000);
   l.socket.set(zmq::sockopt::maxmsgsize, static_cast<std::int64_t>(l.limits.max_header_bytes));
   if (opt.curve) security::configure_curve_server(l.socket, *l.zap, opt.curve->server);
-  l.task_endpoint = advertised(security::secure_bind(l.socket, bind_for(opt.bind_host_endpoint, "task")),
+  l.task_endpoint = cluster::advertise_as(security::secure_bind(l.socket, bind_for(opt.bind_host_endpoint, "task")),
                                opt.advertise_host);
 
   config_.task_endpoint = l.task_endpoint;
@@ -1046,7 +1038,7 @@ Coordinator::Coordinator(const workflow::Graph& graph, RunConfig config, Coordin
   ms.config = config_.to_json();
   ms.log = opt.log;
   l.membership = std::make_unique<membership::MembershipServer>(std::move(ms));
-  endpoint_ = advertised(l.membership->endpoint(), opt.advertise_host);
+  endpoint_ = cluster::advertise_as(l.membership->endpoint(), opt.advertise_host);
   // The socket is used only by the thread from now on.
   l.thread = std::thread([&l] { l.run(); });
 }

@@ -39,8 +39,9 @@ struct CoordinatorOptions {
   std::string bind_host_endpoint = "tcp://127.0.0.1:*";
   // The membership bind: what workers connect to (--listen); port may be fixed.
   std::string membership_endpoint = "tcp://127.0.0.1:*";
-  // When binding 0.0.0.0 or an interface: the host put in the endpoints sent
-  // to workers. Empty: as bound.
+  // The host put in the endpoints sent to workers (--advertise). Empty: a
+  // wildcard bind is advertised as cluster::advertise_as finds (FLOWD_ADVERTISE,
+  // the Slurm node, an interface); any other bind as bound.
   std::string advertise_host{};
   std::optional<CoordinatorCurve> curve{};
   std::chrono::milliseconds heartbeat_period{500};

@@ -18,6 +18,7 @@
 #include <zmq.hpp>
 
 #include "flowd/error.hpp"
+#include "net/cluster/advertise.hpp"
 #include "net/membership/membership.hpp"
 #include "net/node/protocol.hpp"
 #include "net/node/worker_queue.hpp"
@@ -142,28 +143,7 @@ private:
   std::vector<std::thread> threads_;
 };
 
-std::string default_name() {
-  char host[256] = {};
-  if (::gethostname(host, sizeof host - 1) != 0) std::strcpy(host, "localhost");
-  return std::string(host) + ":" + std::to_string(::getpid());
-}
-
-std::string host_name() {
-  char host[256] = {};
-  if (::gethostname(host, sizeof host - 1) != 0) return "localhost";
-  return host;
-}
-
-// What peers should connect to: the bound endpoint, with a wildcard
-// address replaced by `advertise` (or this host's name).
-std::string advertised_endpoint(const std::string& bound, const std::string& advertise) {
-  const auto ep = security::parse_endpoint(bound);
-  if (ep.transport != security::Transport::tcp) return bound;
-  if (ep.address != "0.0.0.0" && ep.address != "*" && ep.address != "::" && ep.address != "0:0:0:0:0:0:0:0") return bound;
-  std::string host = advertise.empty() ? host_name() : advertise;
-  if (host.find(':') != std::string::npos && host.front() != '[') host = "[" + host + "]";
-  return "tcp://" + host + ":" + ep.port;
-}
+std::string default_name() { return cluster::local_hostname() + ":" + std::to_string(::getpid()); }
 
 // The payload size an item travels with (ItemRef::bytes, for the
 // coordinator's locality preference): exact for arrays and JSON; a table's
@@ -336,7 +316,7 @@ struct WorkerNode::Impl {
       log.info(who() + ": keeping its items in " + store_file.string());
     }
     server = std::make_unique<transport::ItemServer>(*store, std::move(so));
-    data_endpoint = advertised_endpoint(server->endpoint(), options.advertise_host);
+    data_endpoint = cluster::advertise_as(server->endpoint(), options.advertise_host);
 
     socket = zmq::socket_t(ctx, zmq::socket_type::dealer);
     socket.set(zmq::sockopt::linger, 0);

@@ -46,7 +46,9 @@ struct WorkerNodeOptions {
   std::optional<security::ClientCredentials> curve{};
   std::string name{};                           // default "host:pid"
   std::string data_bind = "tcp://127.0.0.1:*";  // where the item server binds
-  std::string advertise_host{};  // host put in the data endpoint when binding a wildcard address (default: hostname)
+  // Host put in the data endpoint (--advertise); empty: as cluster::advertise_as
+  // finds for a wildcard bind, else as bound.
+  std::string advertise_host{};
   int cpus = 1;                  // CPU worker threads of the TaskHost (0: one per hardware thread)
   runtime::GpuSpec gpus{};       // GPU workers of the TaskHost
   // Extra tasks asked for beyond free slots (-1: as many as slots). They
