@@ -15,7 +15,7 @@
 #include "net/cluster/launcher.hpp"
 #include "net/cluster/rendezvous.hpp"
 #include "net/node/worker_node.hpp"
-#include "net/store/checkpoint.hpp"
+#include "store/checkpoint.hpp"
 #include "runtime/local_run.hpp"
 #include "runtime/provenance.hpp"
 #include "trace/chrome_trace.hpp"
@@ -262,14 +262,14 @@ int cmd_run(const Args& args, const std::vector<std::string>& full_command_line)
   ro.recorder = &recorder;
   // --journal DIR [--resume] (docs/stores.md, "Resuming a run"); opened
   // before any worker starts, so a refused journal costs nothing.
-  std::unique_ptr<net::store::JournalCheckpoint> checkpoint;
+  std::unique_ptr<store::JournalCheckpoint> checkpoint;
   if (resume && journal_dir.empty()) {
     log.error("--resume needs --journal DIR, the directory of the run to continue");
     return exit_usage;
   }
   if (!journal_dir.empty()) {
     try {
-      checkpoint = std::make_unique<net::store::JournalCheckpoint>(
+      checkpoint = std::make_unique<store::JournalCheckpoint>(
           journal_dir, ro.provenance["workflow_sha256"].get<std::string>(), resume);
     } catch (const std::exception& ex) {
       log.error(ex.what());

@@ -2,7 +2,7 @@
 // What a resumable run remembers (flowd run --journal DIR, --resume): which
 // source items were finished, and what the sinks were given for them, so a
 // run started again after a crash skips finished work and still writes
-// everything. The run calls it; engine/net/store/checkpoint.hpp keeps it in
+// everything. The run calls it; engine/store/checkpoint.hpp keeps it in
 // a journal and an HDF5 item store.
 //
 // A source item is finished when every task derived from it ran without

@@ -411,7 +411,7 @@ SubOp& RunState::sub_op(const StageState& s, std::string_view op, const Json& pa
     Params p = workflow::resolve_params(handle->second.spec(), params, "/params", d);
     if (!d.empty()) throw workflow::ValidationError("sub-task " + std::string(op), d.items());
     auto sub = std::make_unique<SubOp>(SubOp{
-        workflow::StageNode{s.name() + "/" + std::string(op), s.node->index, handle->second, {}, std::move(p), nullptr, {}, {}},
+        workflow::StageNode{s.name() + "/" + std::string(op), s.node->index, handle->second, {}, std::move(p), nullptr, {}, {}, {}},
         nullptr});
     sub->node.op = sub->node.handle.create(sub->node.params);
     sub->node.inputs.resize(sub->node.spec().inputs.size());

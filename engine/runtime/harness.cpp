@@ -6,7 +6,7 @@
 namespace flowd::runtime {
 
 OperatorHarness::OperatorHarness(plugin::OperatorHandle handle, const Json& params, Logger& log, std::string stage)
-    : node_{std::move(stage), 0, std::move(handle), {}, {}, nullptr, {}, {}}, log_(log) {
+    : node_{std::move(stage), 0, std::move(handle), {}, {}, nullptr, {}, {}, {}}, log_(log) {
   workflow::Diagnostics d;
   node_.params = workflow::resolve_params(node_.spec(), params, "/params", d);
   if (!d.empty()) throw workflow::ValidationError(node_.spec().name, d.items());

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "plugin/registry.hpp"
+#include "workflow/labels.hpp"
 #include "workflow/workflow.hpp"
 
 namespace flowd::workflow {
@@ -29,6 +30,7 @@ struct StageNode {
   std::unique_ptr<Operator> op;
   std::vector<std::optional<PortRef>> inputs;   // producer of each input port (none if unconnected)
   std::vector<std::vector<PortRef>> consumers;  // consumers of each output port
+  StageLabels labels;  // parsed "labels" (default: anywhere); a cluster run places by them
 
   const OperatorSpec& spec() const noexcept { return handle.spec(); }
   std::size_t connected_inputs() const noexcept {

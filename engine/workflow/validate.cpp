@@ -5,7 +5,7 @@
 #include <map>
 #include <optional>
 
-#include "net/cluster/labels.hpp"
+#include "workflow/labels.hpp"
 #include "util/text.hpp"
 #include "workflow/diagnostics.hpp"
 
@@ -65,7 +65,7 @@ std::optional<StageNode> open_stage(const StageDecl& s, const Params& params, st
       }
     }
     if (d.items().size() != before) return std::nullopt;
-    StageNode node{s.name, index, std::move(handle), std::move(uses), params, nullptr, {}, {}};
+    StageNode node{s.name, index, std::move(handle), std::move(uses), params, nullptr, {}, {}, {}};
     node.op = node.handle.create(node.params);
     node.inputs.resize(node.spec().inputs.size());
     node.consumers.resize(node.spec().outputs.size());
@@ -204,10 +204,14 @@ Graph validate(Workflow wf, plugin::Registry& registry) {
   }
   // 5. Context labels (docs/cluster.md "Labels"): checked in every run, so
   // a workflow is valid or not whether it runs in one process or many.
-  for (const auto& s : wf.stages)
-    if (!s.labels.is_null())
-      for (const auto& e : net::cluster::parse_stage_labels(s.labels, pointer({"stages", s.name, "labels"})).errors)
-        d.add(e.pointer, e.message);
+  // Parsed here once; the graph carries the result to the cluster runtime.
+  std::map<std::string, StageLabels> labels;
+  for (const auto& s : wf.stages) {
+    if (s.labels.is_null()) continue;
+    auto parsed = parse_stage_labels(s.labels, pointer({"stages", s.name, "labels"}));
+    for (const auto& e : parsed.errors) d.add(e.pointer, e.message);
+    labels[s.name] = std::move(parsed.value);
+  }
   const bool all_resolved = std::all_of(specs.begin(), specs.end(), [](const auto& kv) { return kv.second != nullptr; });
   if (!has_source && all_resolved && !wf.stages.empty())
     d.add("/stages", "no stage is a source (an operator with pattern 'source'), so nothing would run");
@@ -229,6 +233,7 @@ Graph validate(Workflow wf, plugin::Registry& registry) {
   std::map<std::string, std::size_t> index;
   for (const auto& name : order) {
     if (auto node = open_stage(*wf.stage(name), params[name], g.stages.size(), registry, d)) {
+      node->labels = std::move(labels[name]);
       index[name] = g.stages.size();
       g.stages.push_back(std::move(*node));
     }

@@ -24,8 +24,9 @@ struct StageDecl {
   std::string doc;
   Json params = Json::object();                // after ${var} substitution
   std::map<std::string, std::string> inputs;  // input port -> "stage.port"
-  // Context labels (docs/cluster.md "Labels"): where a cluster run may place
-  // the stage's tasks. Null: anywhere. Checked by validate().
+  // Context labels (docs/cluster.md "Labels") as written: where a cluster run
+  // may place the stage's tasks. Null: anywhere. validate() parses them into
+  // StageNode::labels (workflow/labels.hpp).
   Json labels = nullptr;
 };
 

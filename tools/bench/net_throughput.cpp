@@ -25,8 +25,8 @@
 
 #include "net/transport/client.hpp"
 #include "net/transport/server.hpp"
-#include "net/transport/store.hpp"
-#include "net/wire/xxhash64.hpp"
+#include "store/item_store.hpp"
+#include "wire/xxhash64.hpp"
 
 namespace tp = flowd::net::transport;
 using Clock = std::chrono::steady_clock;
@@ -53,7 +53,7 @@ double gbps(std::int64_t bytes, double seconds) { return static_cast<double>(byt
 [[noreturn]] void serve(const Config& cfg, int report_fd, int quit_fd) {
   int rc = 0;
   try {
-    tp::MemoryItemStore store;
+    flowd::store::MemoryItemStore store;
     flowd::Item item;
     item.meta.key = "bench/payload";
     auto a = flowd::Array::uninitialized(flowd::DType::u8, {cfg.bytes});
@@ -187,7 +187,7 @@ int measure(const Config& cfg, int report_fd) {
       mf.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
     }
     t0 = Clock::now();
-    volatile std::uint64_t h = flowd::net::wire::xxh64(std::as_bytes(std::span(src)), 0);
+    volatile std::uint64_t h = flowd::wire::xxh64(std::as_bytes(std::span(src)), 0);
     (void)h;
     hx.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
   }

@@ -26,7 +26,7 @@
 #include "flowd/item.hpp"
 #include "flowd/operator.hpp"
 #include "net/security/curve.hpp"
-#include "net/wire/wire.hpp"
+#include "wire/wire.hpp"
 
 namespace flowd::net::membership {
 

@@ -7,7 +7,7 @@ namespace flowd::net::node {
 
 std::optional<int> placement_preference(const StagePlacement& stage, const NodeView& node) {
   if (node.unavailable.contains(stage.name)) return std::nullopt;
-  return cluster::preference(stage.labels, node.labels);
+  return workflow::preference(stage.labels, node.labels);
 }
 
 namespace {
@@ -21,7 +21,7 @@ std::string join(const std::vector<std::string>& v) {
 std::string why_not(const StagePlacement& stage, const NodeView& node, const std::string& reason_unavailable) {
   if (node.unavailable.contains(stage.name))
     return "stage unavailable there" + (reason_unavailable.empty() ? std::string() : ": " + reason_unavailable);
-  if (cluster::preference(stage.labels, node.labels)) return {};
+  if (workflow::preference(stage.labels, node.labels)) return {};
   std::string why = "its labels " + join(node.labels.names) + " do not match the stage's";
   if (!stage.labels.all.empty()) why += " all " + join(stage.labels.all);
   if (!stage.labels.any.empty()) why += " any " + join(stage.labels.any);
@@ -43,11 +43,11 @@ std::vector<std::optional<std::int64_t>> best_ranks(std::span<const StagePlaceme
   std::vector<std::optional<std::int64_t>> out(stages.size());
   for (std::size_t s = 0; s < stages.size() && s < best.size(); ++s) {
     const auto policy = stages[s].labels.rank;
-    if (policy == cluster::RankPolicy::any || !best[s]) continue;
+    if (policy == workflow::RankPolicy::any || !best[s]) continue;
     for (const auto& n : nodes) {
       if (placement_preference(stages[s], n) != best[s]) continue;
       const auto r = n.labels.rank;
-      if (!out[s] || (policy == cluster::RankPolicy::biggest ? r > *out[s] : r < *out[s])) out[s] = r;
+      if (!out[s] || (policy == workflow::RankPolicy::biggest ? r > *out[s] : r < *out[s])) out[s] = r;
     }
   }
   return out;
@@ -102,7 +102,7 @@ std::optional<std::size_t> choose_victim(const NodeView& thief, std::span<const 
   std::vector<cluster::Executor> others;
   others.reserve(victims.size());
   for (const auto& v : victims) others.push_back(cluster::Executor{std::to_string(v.id), v.labels});
-  const auto order = cluster::steal_victim_order(cluster::site_of(thief.labels), others, seed);
+  const auto order = cluster::steal_victim_order(workflow::site_of(thief.labels), others, seed);
   if (order.empty()) return std::nullopt;
   return order.front();
 }

@@ -7,7 +7,7 @@
 // Rule for labels (Constellation): a node may take a task when it can run
 // the stage at all (its labels satisfy the stage's, and the stage is not
 // unavailable there). Among the nodes that can, a task waits for one with a
-// strictly better preference (cluster::preference, lower is better) only
+// strictly better preference (workflow::preference, lower is better) only
 // while such a node is asking for work at the same time (the coordinator
 // passes best_preferences() over the nodes with unused credit): a busy
 // preferred node leaves the task to an idle node whose labels match later
@@ -25,7 +25,7 @@
 #include <utility>
 #include <vector>
 
-#include "net/cluster/labels.hpp"
+#include "net/cluster/placement.hpp"
 
 namespace flowd::net::node {
 
@@ -33,14 +33,14 @@ namespace flowd::net::node {
 struct NodeView {
   std::uint32_t id = 0;
   std::string name;  // for messages
-  cluster::NodeLabels labels;
+  workflow::NodeLabels labels;
   std::set<std::string, std::less<>> unavailable;  // stage names it cannot open
 };
 
 // What placement needs to know of a stage.
 struct StagePlacement {
   std::string name;
-  cluster::StageLabels labels;  // default: anywhere
+  workflow::StageLabels labels;  // default: anywhere
 };
 
 // The node's preference for the stage (0 best), nullopt when it cannot run

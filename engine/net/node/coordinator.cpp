@@ -18,13 +18,13 @@
 
 #include "flowd/error.hpp"
 #include "net/cluster/advertise.hpp"
-#include "net/cluster/labels.hpp"
+#include "net/cluster/placement.hpp"
 #include "net/membership/membership.hpp"
 #include "net/node/assignment.hpp"
 #include "net/node/remote_item.hpp"
 #include "net/transport/client.hpp"
 #include "net/transport/server.hpp"
-#include "net/transport/store.hpp"
+#include "store/item_store.hpp"
 #include "net/zio/zio.hpp"
 
 namespace flowd::net::node {
@@ -190,7 +190,7 @@ struct Coordinator::Core final : ItemHost, std::enable_shared_from_this<Core> {
   std::vector<std::size_t> output_count;
   // The values this process made, served to workers under names chosen per
   // assignment (two ports of one source may carry equal metadata).
-  transport::MemoryItemStore published;
+  store::MemoryItemStore published;
   std::string data_endpoint;       // ours, as advertised
   std::string server_public_key;   // "" without CURVE
 
@@ -327,7 +327,7 @@ struct Coordinator::Core final : ItemHost, std::enable_shared_from_this<Core> {
         std::unique_lock lock(m);
         cv.wait_for(lock, loss_window, [&] { return gone.contains(where.holder) || closed.load(); });
         if (gone.contains(where.holder) && !closed && round < static_cast<int>(options.max_attempts)) continue;
-        throw Error("fetching item '" + key + "' (" + transport::describe(where.id) + ") from " +
+        throw Error("fetching item '" + key + "' (" + wire::describe(where.id) + ") from " +
                     where.holder_name + ": " + e.what());
       }
     }
@@ -675,7 +675,7 @@ struct Coordinator::Loop {
     w.public_key = r.server_public_key;
     w.slots = h.cpu_slots + h.gpu_slots;
     w.live = true;
-    const auto labels = cluster::parse_node_labels(r.labels, "/labels");
+    const auto labels = workflow::parse_node_labels(r.labels, "/labels");
     if (labels.ok())
       w.view.labels = labels.value;
     else
@@ -981,16 +981,7 @@ Coordinator::Coordinator(const workflow::Graph& graph, RunConfig config, Coordin
   core_ = std::make_shared<Core>(std::move(options));
   auto& c = *core_;
   for (const auto& s : graph.stages) {
-    StagePlacement p{s.name, {}};
-    for (const auto& d : graph.workflow.stages)
-      if (d.name == s.name && !d.labels.is_null()) {
-        auto parsed = cluster::parse_stage_labels(d.labels, "/stages/" + s.name + "/labels");
-        if (!parsed.ok())
-          throw Error("stage '" + s.name + "': " + parsed.errors.front().pointer + ": " +
-                      parsed.errors.front().message);
-        p.labels = std::move(parsed.value);
-      }
-    c.stages.push_back(std::move(p));
+    c.stages.push_back(StagePlacement{s.name, s.labels});
     c.is_map.push_back(s.spec().pattern == Pattern::map);
     c.output_count.push_back(s.spec().outputs.size());
   }

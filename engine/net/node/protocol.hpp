@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "flowd/item.hpp"
-#include "net/wire/messages.hpp"
+#include "wire/messages.hpp"
 
 namespace flowd::net::node {
 

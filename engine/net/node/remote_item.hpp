@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "flowd/item.hpp"
-#include "net/wire/messages.hpp"
+#include "wire/messages.hpp"
 #include "runtime/carried.hpp"
 
 namespace flowd::net::node {

@@ -24,9 +24,9 @@
 #include "net/node/worker_queue.hpp"
 #include "net/transport/client.hpp"
 #include "net/transport/server.hpp"
-#include "net/store/hdf5_store.hpp"
-#include "net/transport/store.hpp"
-#include "net/wire/wire.hpp"
+#include "store/hdf5_store.hpp"
+#include "store/item_store.hpp"
+#include "wire/wire.hpp"
 #include "net/zio/zio.hpp"
 #include "runtime/task_host.hpp"
 #include "workflow/validate.hpp"
@@ -179,7 +179,7 @@ struct WorkerNode::Impl {
 
   // The node's outputs: memory, or an HDF5 file with --store (before server,
   // which reads it).
-  std::unique_ptr<transport::NodeItemStore> store;
+  std::unique_ptr<store::NodeItemStore> store;
   std::filesystem::path store_file;  // removed when the node ends
   std::unique_ptr<transport::ItemServer> server;
   std::string data_endpoint;
@@ -305,7 +305,7 @@ struct WorkerNode::Impl {
       so.curve = transport::CurveServerKeys{options.curve->own, std::move(allowed)};
     }
     if (options.store_dir.empty()) {
-      store = std::make_unique<transport::MemoryItemStore>();
+      store = std::make_unique<store::MemoryItemStore>();
     } else {
       // One file per node and run: what it holds means nothing after the run.
       std::string stem;
@@ -415,7 +415,7 @@ struct WorkerNode::Impl {
       seen[p] = true;
       const auto holder = a.inputs[i].holder;
       if (holder != worker_id && !spec.peers.contains(holder))
-        return "no address for holder " + std::to_string(holder) + " of input " + transport::describe(a.inputs[i].id);
+        return "no address for holder " + std::to_string(holder) + " of input " + wire::describe(a.inputs[i].id);
     }
     return {};
   }
@@ -612,7 +612,7 @@ struct WorkerNode::Impl {
         } catch (const std::exception& e) {
           const auto it = task.spec.peers.find(ref.holder);
           complete({task.task_id, false, true,
-                    what + ": cannot pull input '" + stage->spec().inputs[port].name + "' (" + transport::describe(ref.id) +
+                    what + ": cannot pull input '" + stage->spec().inputs[port].name + "' (" + wire::describe(ref.id) +
                         ") from holder " + std::to_string(ref.holder) +
                         (it != task.spec.peers.end() ? " at " + it->second.endpoint : std::string()) + ": " + e.what(),
                     0,

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "net/node/protocol.hpp"
-#include "net/wire/messages.hpp"
+#include "wire/messages.hpp"
 
 namespace flowd::net::node {
 

@@ -15,7 +15,7 @@ namespace flowd::net::transport {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-namespace wire = flowd::net::wire;
+namespace wire = flowd::wire;
 
 std::string ms(std::chrono::milliseconds d) { return std::to_string(d.count()) + " ms"; }
 

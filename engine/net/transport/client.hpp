@@ -16,7 +16,7 @@
 #include "flowd/item.hpp"
 #include "net/security/curve.hpp"
 #include "net/transport/server.hpp"
-#include "net/wire/wire.hpp"
+#include "wire/wire.hpp"
 
 namespace flowd::net::transport {
 

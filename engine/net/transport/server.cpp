@@ -17,7 +17,7 @@ namespace flowd::net::transport {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-namespace wire = flowd::net::wire;
+namespace wire = flowd::wire;
 
 // How long the idle loop sleeps in poll: bounds how long stop takes.
 constexpr auto idle_poll = std::chrono::milliseconds(50);
@@ -75,7 +75,7 @@ struct Transfer {
 }  // namespace
 
 struct ItemServer::Impl {
-  const ItemStore& store;
+  const store::ItemStore& items;
   ServerOptions options;
   zmq::context_t ctx{1};
   // After the context (destroyed before it), before the socket (which it
@@ -100,7 +100,7 @@ struct ItemServer::Impl {
   // the log; the count of what was held back is logged with the next line.
   zio::RateLimitedLog rejection_log;
 
-  Impl(const ItemStore& s, ServerOptions o) : store(s), options(std::move(o)) {
+  Impl(const store::ItemStore& s, ServerOptions o) : items(s), options(std::move(o)) {
     if (!options.log) options.log = [](LogLevel, std::string_view) {};
     if (options.window_chunks == 0) throw Error("ItemServer: window_chunks must be at least 1");
     if (options.chunk_bytes == 0 || options.chunk_bytes > options.limits.max_chunk_bytes)
@@ -139,7 +139,7 @@ struct ItemServer::Impl {
 
   wire::Result<wire::OutgoingItem> make_outgoing(const std::string& peer, const wire::Header& h, const wire::FetchItem& f,
                                            const std::string& who) {
-    auto item = store.find(f.id);
+    auto item = items.find(f.id);
     if (!item) {
       count([](ServerStats& s) { ++s.unknown_items; });
       options.log(LogLevel::info, "item server: " + who + " asked for " + describe(f.id) + ", which is not held here");
@@ -417,8 +417,8 @@ struct ItemServer::Impl {
   }
 };
 
-ItemServer::ItemServer(const ItemStore& store, ServerOptions options)
-    : impl_(std::make_unique<Impl>(store, std::move(options))) {
+ItemServer::ItemServer(const store::ItemStore& items, ServerOptions options)
+    : impl_(std::make_unique<Impl>(items, std::move(options))) {
   endpoint_ = security::secure_bind(impl_->socket, impl_->options.endpoint);
   // The socket is used only by the thread from now on; thread creation
   // orders the accesses, as libzmq requires.

@@ -20,8 +20,8 @@
 
 #include "flowd/operator.hpp"
 #include "net/security/curve.hpp"
-#include "net/transport/store.hpp"
-#include "net/wire/wire.hpp"
+#include "store/item_store.hpp"
+#include "wire/wire.hpp"
 
 namespace flowd::net::transport {
 
@@ -71,8 +71,8 @@ struct ServerStats {
 class ItemServer {
 public:
   // Binds (throws flowd::Error when the endpoint is refused or in use) and
-  // starts serving. The store must outlive the server.
-  ItemServer(const ItemStore& store, ServerOptions options);
+  // starts serving. The store (`items`) must outlive the server.
+  ItemServer(const store::ItemStore& items, ServerOptions options);
   // Stops within ~50 ms; transfers in progress are abandoned (their
   // consumers time out and report it).
   ~ItemServer();

@@ -12,7 +12,7 @@
 #include <zmq.hpp>
 
 #include "flowd/operator.hpp"  // LogLevel
-#include "net/wire/wire.hpp"
+#include "wire/wire.hpp"
 
 namespace flowd::net::zio {
 

@@ -24,7 +24,7 @@
 #include "net/membership/membership.hpp"
 
 namespace ms = flowd::net::membership;
-namespace wire = flowd::net::wire;
+namespace wire = flowd::wire;
 namespace sec = flowd::net::security;
 using flowd::LogLevel;
 using namespace std::chrono_literals;

@@ -16,8 +16,8 @@
 #include "net/node/assignment.hpp"
 #include "net/node/coordinator.hpp"
 #include "net/transport/server.hpp"
-#include "net/transport/store.hpp"
-#include "net/wire/wire.hpp"
+#include "store/item_store.hpp"
+#include "wire/wire.hpp"
 #include "net/zio/zio.hpp"
 #include "support/helpers.hpp"
 
@@ -142,7 +142,7 @@ public:
 
 private:
   WorkerSetup setup_;
-  transport::MemoryItemStore store_;
+  store::MemoryItemStore store_;
   std::unique_ptr<transport::ItemServer> server_;
   std::unique_ptr<ms::MembershipClient> member_;
   RunConfig config_;
@@ -252,7 +252,7 @@ TEST(Assignment, PrefersLabelsThenLocalityThenAge) {
 TEST(Assignment, RankPolicyPicksAmongEquallyPreferredNodes) {
   std::vector<StagePlacement> stages(1);
   stages[0].name = "big-job";
-  stages[0].labels.rank = flowd::net::cluster::RankPolicy::biggest;
+  stages[0].labels.rank = flowd::workflow::RankPolicy::biggest;
   NodeView small{1, "small", {{}, 8}, {}}, large{2, "large", {{}, 64}, {}};
   std::vector<NodeView> asking{small, large};
   const auto best = best_preferences(stages, asking);
@@ -261,13 +261,13 @@ TEST(Assignment, RankPolicyPicksAmongEquallyPreferredNodes) {
   EXPECT_FALSE(choose_task(ready, small, stages, best, true, ranks).has_value());
   EXPECT_EQ(choose_task(ready, large, stages, best, true, ranks), 0u);
   // Smallest: the other way round; alone, the small node takes it anyway.
-  stages[0].labels.rank = flowd::net::cluster::RankPolicy::smallest;
+  stages[0].labels.rank = flowd::workflow::RankPolicy::smallest;
   const auto smallest = best_ranks(stages, asking, best);
   EXPECT_EQ(choose_task(ready, small, stages, best, true, smallest), 0u);
   EXPECT_FALSE(choose_task(ready, large, stages, best, true, smallest).has_value());
   std::vector<NodeView> only_small{small};
   const auto best1 = best_preferences(stages, only_small);
-  stages[0].labels.rank = flowd::net::cluster::RankPolicy::biggest;
+  stages[0].labels.rank = flowd::workflow::RankPolicy::biggest;
   EXPECT_EQ(choose_task(ready, small, stages, best1, true, best_ranks(stages, only_small, best1)), 0u);
 }
 

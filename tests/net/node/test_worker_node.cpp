@@ -29,15 +29,15 @@
 #include "net/security/curve.hpp"
 #include "net/transport/client.hpp"
 #include "net/transport/server.hpp"
-#include "net/transport/store.hpp"
-#include "net/wire/wire.hpp"
+#include "store/item_store.hpp"
+#include "wire/wire.hpp"
 #include "net/zio/zio.hpp"
 #include "support/helpers.hpp"
 
 using namespace flowd;
 using namespace std::chrono_literals;
 namespace node = flowd::net::node;
-namespace wire = flowd::net::wire;
+namespace wire = flowd::wire;
 namespace zio = flowd::net::zio;
 namespace transport = flowd::net::transport;
 namespace ms = flowd::net::membership;
@@ -234,7 +234,7 @@ public:
 
   wire::ItemRef hold(const Item& item) {
     inputs.put(item);
-    return wire::ItemRef{transport::id_of(item.meta), 0, 0};
+    return wire::ItemRef{wire::id_of(item.meta), 0, 0};
   }
 
   std::optional<CurveSetup> curve;
@@ -242,7 +242,7 @@ public:
   std::unique_ptr<sec::ZapHandler> zap;  // after the context, before the socket it guards
   zmq::socket_t task;
   std::string task_endpoint;
-  transport::MemoryItemStore inputs;
+  store::MemoryItemStore inputs;
   std::unique_ptr<transport::ItemServer> holder;
   Json config;
   std::unique_ptr<ms::MembershipServer> membership;
@@ -448,7 +448,7 @@ TEST(WorkerNode, MalformedAssignmentsFailWithTheReason) {
   EXPECT_NE(f.message.find("cannot run stage 'ghost'"), std::string::npos) << f.message;
   (void)s.coord.expect<wire::RequestWork>();
 
-  s.coord.assign(10, "double", "a", {wire::ItemRef{transport::id_of(json_item("a", 1).meta), 42, 0}});  // no address for 42
+  s.coord.assign(10, "double", "a", {wire::ItemRef{wire::id_of(json_item("a", 1).meta), 42, 0}});  // no address for 42
   f = s.coord.expect<wire::TaskFailed>();
   EXPECT_NE(f.message.find("holder 42"), std::string::npos) << f.message;
 }

@@ -21,10 +21,10 @@
 #include "net/transport/client.hpp"
 #include "net/zio/zio.hpp"
 #include "net/transport/server.hpp"
-#include "net/transport/store.hpp"
+#include "store/item_store.hpp"
 
 namespace tp = flowd::net::transport;
-namespace wire = flowd::net::wire;
+namespace wire = flowd::wire;
 namespace sec = flowd::net::security;
 using flowd::Array;
 using flowd::DType;
@@ -112,7 +112,7 @@ void send_all(zmq::socket_t& s, const wire::OutMessage& m) {
 }  // namespace
 
 TEST(ItemStore, PutFindEraseKeyedByTheWholeTuple) {
-  tp::MemoryItemStore store;
+  flowd::store::MemoryItemStore store;
   store.put(pattern_item("a", 4, 1));
   store.put(pattern_item("a", 8, 2));
   EXPECT_EQ(store.size(), 2u);
@@ -126,7 +126,7 @@ TEST(ItemStore, PutFindEraseKeyedByTheWholeTuple) {
 
 TEST(ItemTransport, SmallItemsOfEveryKindOverTcp) {
   CapturedLog log;
-  tp::MemoryItemStore store;
+  flowd::store::MemoryItemStore store;
   Item arr;
   arr.meta.key = "small/array";
   arr.meta.bbox = flowd::Box::make2d(10, 20, 3, 4);
@@ -172,7 +172,7 @@ class LargeItem : public ::testing::TestWithParam<bool> {};
 TEST_P(LargeItem, SixtyFourMiBArrivesWhole) {
   const bool ipc = GetParam();
   CapturedLog log;
-  tp::MemoryItemStore store;
+  flowd::store::MemoryItemStore store;
   const Item item = pattern_item("large", 64 << 20);
   store.put(item);
   tp::ItemServer server(store, server_options(log, ipc ? ipc_endpoint() : "tcp://127.0.0.1:*"));
@@ -196,7 +196,7 @@ TEST(ItemTransport, WindowOfOneChunkStillCompletes) {
   // Every chunk waits for the previous one's ack: the slowest flow control
   // possible, and the one where a lost credit would stall for good.
   CapturedLog log;
-  tp::MemoryItemStore store;
+  flowd::store::MemoryItemStore store;
   const Item item = pattern_item("narrow", (16 << 20) + 12345);
   store.put(item);
   auto o = server_options(log);
@@ -212,7 +212,7 @@ TEST(ItemTransport, WindowOfOneChunkStillCompletes) {
 
 TEST(ItemTransport, ConcurrentConsumersShareTheServer) {
   CapturedLog log;
-  tp::MemoryItemStore store;
+  flowd::store::MemoryItemStore store;
   const Item item = pattern_item("shared", 24 << 20);
   store.put(item);
   auto o = server_options(log);
@@ -234,7 +234,7 @@ TEST(ItemTransport, ConcurrentConsumersShareTheServer) {
 
 TEST(ItemTransport, UnknownItemIsAClearErrorAtOnce) {
   CapturedLog log;
-  tp::MemoryItemStore store;
+  flowd::store::MemoryItemStore store;
   tp::ItemServer server(store, server_options(log));
   tp::ItemClient client(client_options(log, 2s));
   const auto t0 = std::chrono::steady_clock::now();
@@ -255,7 +255,7 @@ TEST(ItemTransport, UnknownItemIsAClearErrorAtOnce) {
 
 TEST(ItemTransport, LostChunkIsReRequestedAndTheItemCompletes) {
   CapturedLog log;
-  tp::MemoryItemStore store;
+  flowd::store::MemoryItemStore store;
   const Item item = pattern_item("lossy", 8 << 20);
   store.put(item);
   auto o = server_options(log);
@@ -280,7 +280,7 @@ TEST(ItemTransport, RestartedServerServesAChunkReRequest) {
   // first answer and the retry: the re-request alone (no descriptor) must
   // be served from the store.
   CapturedLog log;
-  tp::MemoryItemStore store;
+  flowd::store::MemoryItemStore store;
   const Item item = pattern_item("phoenix", 6 << 20);
   store.put(item);
   const std::string endpoint = ipc_endpoint();
@@ -310,7 +310,7 @@ TEST(ItemTransport, RestartedServerServesAChunkReRequest) {
 
 TEST(ItemTransport, ServerStoppedMidTransferFailsWithinTheTimeout) {
   CapturedLog log;
-  tp::MemoryItemStore store;
+  flowd::store::MemoryItemStore store;
   store.put(pattern_item("orphan", 8 << 20));
   auto o = server_options(log);
   o.chunk_bytes = 1 << 20;
@@ -349,7 +349,7 @@ TEST(ItemTransport, ServerStoppedMidTransferFailsWithinTheTimeout) {
 
 TEST(ItemTransport, RetriesAreBounded) {
   CapturedLog log;
-  tp::MemoryItemStore store;
+  flowd::store::MemoryItemStore store;
   tp::ItemServer server(store, server_options(log));
   const std::string endpoint = ipc_endpoint();  // nobody listens here
   auto co = client_options(log, 100ms);
@@ -369,7 +369,7 @@ TEST(ItemTransport, RetriesAreBounded) {
 
 TEST(ItemTransport, MalformedRequestsAreLoggedAndServingGoesOn) {
   CapturedLog log;
-  tp::MemoryItemStore store;
+  flowd::store::MemoryItemStore store;
   const Item item = pattern_item("survivor", 3 << 20);
   store.put(item);
   tp::ItemServer server(store, server_options(log));
@@ -440,7 +440,7 @@ TEST(ItemTransport, MalformedRequestsAreLoggedAndServingGoesOn) {
 
 TEST(ItemTransport, RefusesToBindAnExternalAddressWithoutKeys) {
   CapturedLog log;
-  tp::MemoryItemStore store;
+  flowd::store::MemoryItemStore store;
   EXPECT_THROW(tp::ItemServer(store, server_options(log, "tcp://0.0.0.0:*")), flowd::Error);
   tp::ItemClient client(client_options(log));
   EXPECT_THROW(client.fetch("tcp://10.1.2.3:5000", {"x", 0, 0}, 1s), flowd::Error);
@@ -455,7 +455,7 @@ protected:
 
 TEST_F(CurveTransport, AuthorisedClientFetchesUnauthorisedIsRefused) {
   CapturedLog log;
-  tp::MemoryItemStore store;
+  flowd::store::MemoryItemStore store;
   const Item item = pattern_item("secret", 20 << 20);
   store.put(item);
   const auto server_keys = sec::generate_keypair();
@@ -496,7 +496,7 @@ TEST_F(CurveTransport, AuthorisedClientFetchesUnauthorisedIsRefused) {
 
 TEST_F(CurveTransport, PeerKeyOverridesTheDefaultServerKey) {
   CapturedLog log;
-  tp::MemoryItemStore store;
+  flowd::store::MemoryItemStore store;
   store.put(pattern_item("k", 1000));
   const auto server_keys = sec::generate_keypair();
   const auto me = sec::generate_keypair();
@@ -514,7 +514,7 @@ TEST_F(CurveTransport, PeerKeyOverridesTheDefaultServerKey) {
 
 TEST(ItemTransport, AConsumerGivingUpReleasesTheServersState) {
   CapturedLog log;
-  tp::MemoryItemStore store;
+  flowd::store::MemoryItemStore store;
   store.put(pattern_item("abandoned", 4 << 20));
   auto o = server_options(log);
   o.chunk_bytes = 1 << 20;
