@@ -6,6 +6,8 @@
 #include <new>
 #include <unordered_set>
 
+#include "wire/fields.hpp"
+
 namespace flowd::wire {
 
 std::string_view to_string(MessageType t) noexcept {
@@ -51,7 +53,7 @@ Rejected from_exception() {
   }
 }
 
-void Writer::json(const Json& j) { str(j.dump(-1, ' ', false, Json::error_handler_t::strict)); }
+void Encoder::json_text(const Json& j) { text(j.dump(-1, ' ', false, Json::error_handler_t::strict)); }
 
 bool Reader::boolean(const char* what) {
   const auto v = num<std::uint8_t>(what);
@@ -117,6 +119,10 @@ Json Reader::json(std::size_t max_bytes, const char* what) {
   return std::move(j).value();
 }
 
+void Reader::ends_early(const char* what) {
+  if (!error_) fail(RejectCode::truncated, std::string(what) + ": ends early");
+}
+
 void Reader::end(const char* what) {
   if (!error_ && remaining() != 0)
     fail(RejectCode::malformed, std::string(what) + ": " + std::to_string(remaining()) + " trailing bytes");
@@ -147,338 +153,6 @@ Result<Json> parse_json(std::string_view text, std::size_t max_depth, const char
 }  // namespace detail
 
 namespace {
-
-using detail::Reader;
-using detail::Writer;
-
-// ---- field groups --------------------------------------------------------
-
-void put(Writer& w, const ItemId& v) {
-  w.str(v.key);
-  w.num(v.version);
-  w.num(v.timestamp);
-}
-void get(Reader& r, ItemId& v) {
-  v.key = r.str(r.limits().max_key_bytes, "item key");
-  v.version = r.num<std::int64_t>("item version");
-  v.timestamp = r.num<std::int64_t>("item timestamp");
-}
-constexpr std::size_t item_id_min_bytes = 4 + 8 + 8;
-
-void put(Writer& w, const ItemRef& v) {
-  put(w, v.id);
-  w.num(v.holder);
-  w.num(v.bytes);
-}
-void get(Reader& r, ItemRef& v) {
-  get(r, v.id);
-  v.holder = r.num<std::uint32_t>("item holder");
-  v.bytes = r.num<std::uint64_t>("item bytes");
-}
-constexpr std::size_t item_ref_min_bytes = item_id_min_bytes + 4 + 8;
-
-template <class T, class Put> void put_list(Writer& w, const std::vector<T>& v, Put&& one) {
-  w.length(v.size());
-  for (const auto& e : v) one(w, e);
-}
-template <class T, class Get> void get_list(Reader& r, std::vector<T>& v, std::size_t min_bytes, const char* what, Get&& one) {
-  const auto n = r.count(r.limits().max_list_entries, min_bytes, what);
-  v.clear();
-  v.reserve(n);
-  for (std::uint32_t i = 0; i < n && r.ok(); ++i) one(r, v.emplace_back());
-}
-
-void put(Writer& w, const Box& b) {
-  w.num(static_cast<std::uint8_t>(b.ndim));
-  for (int d = 0; d < b.ndim; ++d) w.num(b.origin[static_cast<std::size_t>(d)]);
-  for (int d = 0; d < b.ndim; ++d) w.num(b.extent[static_cast<std::size_t>(d)]);
-}
-void get(Reader& r, Box& b, const char* what) {
-  const auto ndim = r.num<std::uint8_t>(what);
-  if (ndim > Box::max_dims) {
-    r.fail(RejectCode::malformed, std::string(what) + ": " + std::to_string(ndim) + " dimensions; at most " +
-                                      std::to_string(Box::max_dims));
-    return;
-  }
-  b.ndim = ndim;
-  for (std::size_t d = 0; d < ndim; ++d) b.origin[d] = r.num<std::int64_t>(what);
-  for (std::size_t d = 0; d < ndim; ++d) b.extent[d] = r.num<std::int64_t>(what);
-  for (std::size_t d = 0; d < ndim && r.ok(); ++d) {
-    std::int64_t end;
-    if (b.extent[d] < 0 || __builtin_add_overflow(b.origin[d], b.extent[d], &end))
-      r.fail(RejectCode::malformed, std::string(what) + ": dimension " + std::to_string(d) + " has extent " +
-                                        std::to_string(b.extent[d]) + " at origin " + std::to_string(b.origin[d]));
-  }
-}
-
-// ---- bodies --------------------------------------------------------------
-
-void put(Writer& w, const Hello& b) {
-  w.str(b.name);
-  w.str(b.data_endpoint);
-  w.num(b.cpu_slots);
-  w.num(b.gpu_slots);
-  w.json(b.info);
-}
-void get(Reader& r, Hello& b) {
-  b.name = r.str(r.limits().max_string_bytes, "hello name");
-  b.data_endpoint = r.str(r.limits().max_string_bytes, "hello data endpoint");
-  b.cpu_slots = r.num<std::uint32_t>("hello cpu slots");
-  b.gpu_slots = r.num<std::uint32_t>("hello gpu slots");
-  b.info = r.json(r.limits().max_json_bytes, "hello info");
-}
-
-void put(Writer& w, const Welcome& b) {
-  w.num(b.worker_id);
-  w.num(b.heartbeat_ms);
-  w.json(b.config);
-}
-void get(Reader& r, Welcome& b) {
-  b.worker_id = r.num<std::uint32_t>("welcome worker id");
-  b.heartbeat_ms = r.num<std::uint32_t>("welcome heartbeat");
-  b.config = r.json(r.limits().max_json_bytes, "welcome config");
-}
-
-void put(Writer& w, const Heartbeat& b) {
-  w.num(b.running);
-  w.num(b.queued);
-}
-void get(Reader& r, Heartbeat& b) {
-  b.running = r.num<std::uint32_t>("heartbeat running");
-  b.queued = r.num<std::uint32_t>("heartbeat queued");
-}
-
-void put(Writer& w, const RequestWork& b) {
-  w.num(b.cpu_slots);
-  w.num(b.gpu_slots);
-}
-void get(Reader& r, RequestWork& b) {
-  b.cpu_slots = r.num<std::uint32_t>("request_work cpu slots");
-  b.gpu_slots = r.num<std::uint32_t>("request_work gpu slots");
-}
-
-void put(Writer& w, const AssignTask& b) {
-  w.num(b.task_id);
-  w.str(b.stage);
-  put_list(w, b.inputs, [](Writer& o, const ItemRef& e) { put(o, e); });
-  w.json(b.spec);
-}
-void get(Reader& r, AssignTask& b) {
-  b.task_id = r.num<std::uint64_t>("assign_task id");
-  b.stage = r.str(r.limits().max_string_bytes, "assign_task stage");
-  get_list(r, b.inputs, item_ref_min_bytes, "assign_task inputs", [](Reader& i, ItemRef& e) { get(i, e); });
-  b.spec = r.json(r.limits().max_json_bytes, "assign_task spec");
-}
-
-// Item metadata, as in item_data and task_done.
-void put(Writer& w, const ItemMeta& m) {
-  w.str(m.key);
-  w.num(m.version);
-  w.num(m.timestamp);
-  w.num(static_cast<std::uint8_t>((m.bbox ? 1 : 0) | (m.core ? 2 : 0)));
-  if (m.bbox) put(w, *m.bbox);
-  if (m.core) put(w, *m.core);
-  w.json(m.attrs);
-}
-void get(Reader& r, ItemMeta& m) {
-  const Limits& l = r.limits();
-  m.key = r.str(l.max_key_bytes, "item key");
-  m.version = r.num<std::int64_t>("item version");
-  m.timestamp = r.num<std::int64_t>("item timestamp");
-  const auto boxes = r.num<std::uint8_t>("item boxes");
-  if (boxes > 3) r.fail(RejectCode::malformed, "item boxes: unknown flags " + std::to_string(boxes));
-  if (boxes & 1) get(r, m.bbox.emplace(), "item bbox");
-  if (boxes & 2) get(r, m.core.emplace(), "item core");
-  m.attrs = r.json(l.max_attrs_bytes, "item attrs");
-}
-constexpr std::size_t item_meta_min_bytes = 4 + 8 + 8 + 1 + 4;
-
-void put(Writer& w, const TaskDone& b) {
-  w.num(b.task_id);
-  w.f64(b.seconds);
-  put_list(w, b.outputs, [](Writer& o, const TaskOutput& e) {
-    put(o, e.ref);
-    o.num(e.port);
-    put(o, e.meta);
-  });
-}
-void get(Reader& r, TaskDone& b) {
-  b.task_id = r.num<std::uint64_t>("task_done id");
-  b.seconds = r.f64("task_done seconds");
-  get_list(r, b.outputs, item_ref_min_bytes + 4 + item_meta_min_bytes, "task_done outputs", [](Reader& i, TaskOutput& e) {
-    get(i, e.ref);
-    e.port = i.num<std::uint32_t>("task_done output port");
-    get(i, e.meta);
-  });
-}
-
-void put(Writer& w, const TaskFailed& b) {
-  w.num(b.task_id);
-  w.boolean(b.retryable);
-  w.str(b.message);
-}
-void get(Reader& r, TaskFailed& b) {
-  b.task_id = r.num<std::uint64_t>("task_failed id");
-  b.retryable = r.boolean("task_failed retryable");
-  b.message = r.str(r.limits().max_string_bytes, "task_failed message");
-}
-
-void put(Writer& w, const FetchItem& b) {
-  w.num(b.transfer_id);
-  put(w, b.id);
-  put_list(w, b.chunks, [](Writer& o, std::uint32_t c) { o.num(c); });
-}
-void get(Reader& r, FetchItem& b) {
-  b.transfer_id = r.num<std::uint64_t>("fetch_item transfer");
-  get(r, b.id);
-  get_list(r, b.chunks, 4, "fetch_item chunks", [](Reader& i, std::uint32_t& c) { c = i.num<std::uint32_t>("chunk"); });
-}
-
-void put(Writer& w, const ItemData& b) {
-  w.num(b.transfer_id);
-  put(w, b.meta);
-  const ValueLayout& v = b.layout;
-  w.num(static_cast<std::uint8_t>(v.kind));
-  if (v.kind == ValueKind::array) {
-    w.num(static_cast<std::uint8_t>(v.dtype));
-    w.boolean(v.null_array);
-    w.num(static_cast<std::uint8_t>(v.shape.size()));
-    for (const auto e : v.shape) w.num(e);
-  } else if (v.kind == ValueKind::table) {
-    w.num(v.rows);
-    w.length(v.columns.size());
-    for (const auto& c : v.columns) {
-      w.str(c.name);
-      w.num(static_cast<std::uint8_t>(c.type));
-    }
-  }
-  w.num(b.payload_bytes);
-  w.num(b.chunk_bytes);
-  w.num(b.chunk_count);
-  w.num(b.digest);
-  put_list(w, b.inline_hashes, [](Writer& o, std::uint64_t h) { o.num(h); });
-}
-void get(Reader& r, ItemData& b) {
-  const Limits& l = r.limits();
-  b.transfer_id = r.num<std::uint64_t>("item_data transfer");
-  get(r, b.meta);
-  ValueLayout& v = b.layout;
-  const auto kind = r.num<std::uint8_t>("value kind");
-  if (kind > static_cast<std::uint8_t>(ValueKind::json))
-    r.fail(RejectCode::unknown_type, "value kind " + std::to_string(kind));
-  v.kind = static_cast<ValueKind>(kind);
-  if (r.ok() && v.kind == ValueKind::array) {
-    const auto dtype = r.num<std::uint8_t>("array dtype");
-    if (dtype >= dtype_count) r.fail(RejectCode::unknown_type, "array dtype " + std::to_string(dtype));
-    v.dtype = static_cast<DType>(dtype);
-    v.null_array = r.boolean("array null flag");
-    const auto ndim = r.num<std::uint8_t>("array ndim");
-    if (ndim > max_ndim)
-      r.fail(RejectCode::malformed, "array of " + std::to_string(ndim) + " dimensions; at most " + std::to_string(max_ndim));
-    if (r.ok()) {
-      v.shape.resize(ndim);
-      for (auto& e : v.shape) e = r.num<std::int64_t>("array shape");
-    }
-  } else if (r.ok() && v.kind == ValueKind::table) {
-    v.rows = r.num<std::uint64_t>("table rows");
-    const auto n = r.count(l.max_table_columns, 5, "table columns");
-    v.columns.reserve(n);
-    for (std::uint32_t i = 0; i < n && r.ok(); ++i) {
-      auto& c = v.columns.emplace_back();
-      c.name = r.str(l.max_string_bytes, "column name");
-      const auto t = r.num<std::uint8_t>("column type");
-      if (t > static_cast<std::uint8_t>(ColumnType::string))
-        r.fail(RejectCode::unknown_type, "column '" + c.name + "' type " + std::to_string(t));
-      c.type = static_cast<ColumnType>(t);
-    }
-  }
-  b.payload_bytes = r.num<std::uint64_t>("payload bytes");
-  b.chunk_bytes = r.num<std::uint64_t>("chunk bytes");
-  b.chunk_count = r.num<std::uint32_t>("chunk count");
-  b.digest = r.num<std::uint64_t>("digest");
-  const auto n = r.count(l.max_inline_chunks, 8, "inline chunks");
-  b.inline_hashes.resize(n);
-  for (auto& h : b.inline_hashes) h = r.num<std::uint64_t>("inline chunk hash");
-}
-
-void put(Writer& w, const ItemChunk& b) {
-  w.num(b.transfer_id);
-  w.num(b.index);
-  w.num(b.hash);
-}
-void get(Reader& r, ItemChunk& b) {
-  b.transfer_id = r.num<std::uint64_t>("item_chunk transfer");
-  b.index = r.num<std::uint32_t>("item_chunk index");
-  b.hash = r.num<std::uint64_t>("item_chunk hash");
-}
-
-void put(Writer& w, const Ack& b) {
-  w.num(b.ref_seq);
-  w.num(b.transfer_id);
-  w.num(b.chunk);
-}
-void get(Reader& r, Ack& b) {
-  b.ref_seq = r.num<std::uint64_t>("ack seq");
-  b.transfer_id = r.num<std::uint64_t>("ack transfer");
-  b.chunk = r.num<std::uint32_t>("ack chunk");
-}
-
-void put(Writer& w, const Nack& b) {
-  w.num(b.ref_seq);
-  w.num(b.transfer_id);
-  w.num(b.chunk);
-  w.num(static_cast<std::uint8_t>(b.code));
-  w.str(b.reason);
-}
-void get(Reader& r, Nack& b) {
-  b.ref_seq = r.num<std::uint64_t>("nack seq");
-  b.transfer_id = r.num<std::uint64_t>("nack transfer");
-  b.chunk = r.num<std::uint32_t>("nack chunk");
-  const auto code = r.num<std::uint8_t>("nack code");
-  if (code < static_cast<std::uint8_t>(RejectCode::truncated) || code > static_cast<std::uint8_t>(RejectCode::internal))
-    r.fail(RejectCode::unknown_type, "nack code " + std::to_string(code));
-  b.code = static_cast<RejectCode>(code);
-  b.reason = r.str(r.limits().max_string_bytes, "nack reason");
-}
-
-void put(Writer& w, const DirectoryUpdate& b) {
-  put_list(w, b.entries, [](Writer& o, const DirectoryEntry& e) {
-    o.boolean(e.present);
-    put(o, e.ref);
-  });
-}
-void get(Reader& r, DirectoryUpdate& b) {
-  get_list(r, b.entries, 1 + item_ref_min_bytes, "directory entries", [](Reader& i, DirectoryEntry& e) {
-    e.present = i.boolean("directory entry present");
-    get(i, e.ref);
-  });
-}
-
-void put(Writer& w, const StealRequest& b) {
-  w.num(b.max_tasks);
-  w.num(b.for_worker);
-}
-void get(Reader& r, StealRequest& b) {
-  b.max_tasks = r.num<std::uint32_t>("steal_request max tasks");
-  b.for_worker = r.num<std::uint32_t>("steal_request for worker");
-}
-
-void put(Writer& w, const StealReply& b) {
-  put_list(w, b.task_ids, [](Writer& o, std::uint64_t t) { o.num(t); });
-}
-void get(Reader& r, StealReply& b) {
-  get_list(r, b.task_ids, 8, "steal_reply tasks", [](Reader& i, std::uint64_t& t) { t = i.num<std::uint64_t>("task id"); });
-}
-
-void put(Writer& w, const ReleaseItems& b) {
-  put_list(w, b.ids, [](Writer& o, const ItemId& e) { put(o, e); });
-}
-void get(Reader& r, ReleaseItems& b) {
-  get_list(r, b.ids, item_id_min_bytes, "release_items ids", [](Reader& i, ItemId& e) { get(i, e); });
-}
-
-void put(Writer& w, const Bye& b) { w.str(b.reason); }
-void get(Reader& r, Bye& b) { b.reason = r.str(r.limits().max_string_bytes, "bye reason"); }
 
 template <std::size_t I = 0> Body make_body(std::size_t index) {
   if constexpr (I < std::variant_size_v<Body>) {
@@ -512,9 +186,11 @@ bool payload_allowed(MessageType t, std::uint32_t n, const Limits& l) {
 template <class B>
 std::shared_ptr<std::vector<std::byte>> make_header_frame(std::uint64_t seq, MessageType type, const B& body,
                                                           std::uint32_t payload_frames, bool& overflow) {
-  Writer w;
+  detail::Encoder w;
   w.out.resize(header_prefix_bytes);
-  put(w, body);
+  // One field list serves both directions, so it takes the body mutably;
+  // the encoder only reads it.
+  fields(w, const_cast<B&>(body));
   overflow = w.overflow || w.out.size() - header_prefix_bytes > 0xFFFFFFFFu;
   std::byte* p = w.out.data();
   store(p + 0, wire_magic);
@@ -671,9 +347,10 @@ Result<Message> decode(std::span<const FrameView> frames, const Limits& limits) 
     if (!payload_allowed(h.type, h.payload_frames, limits))
       return reject(RejectCode::frame_count, name + " with " + std::to_string(h.payload_frames) + " payload frames");
 
-    Reader r(f.subspan(header_prefix_bytes), limits);
+    detail::Decoder in(f.subspan(header_prefix_bytes), limits);
     m.body = make_body(type - 1u);
-    std::visit([&](auto& b) { get(r, b); }, m.body);
+    std::visit([&](auto& b) { fields(in, b); }, m.body);
+    detail::Reader& r = in.reader();
     r.end(name.c_str());
     if (!r.ok()) return reject(r.error()->code, name + ": " + r.error()->reason);
     if (auto* d = std::get_if<ItemData>(&m.body)) {
