@@ -23,7 +23,9 @@ function(flowd_add_plugin name)
   # Array::stride() in a pixel loop cost a quarter of an operator's time).
   target_compile_options(${target} PRIVATE -fvisibility-inlines-hidden
     $<$<CXX_COMPILER_ID:GNU>:-fno-semantic-interposition>)
-  # Whether GPU variants can be built (see flowd/gpu.hpp).
+  # Whether the plugin's GPU variants are built: registration lists an
+  # operator's gpu() variant only where this is 1 (flowd/gpu.hpp). The
+  # plugin adds the files defining gpu() only when FLOWD_HAVE_CUDA is true.
   if(FLOWD_HAVE_CUDA)
     target_compile_definitions(${target} PRIVATE FLOWD_WITH_CUDA=1)
   else()

@@ -7,27 +7,20 @@
 
 namespace flowd::image {
 
-// The GPU variant exists only in a plugin built with CUDA (FLOWD_WITH_CUDA,
-// set by flowd_add_plugin); gaussian_gpu.cu is compiled only then.
-class Gaussian final : public Map
-#if FLOWD_WITH_CUDA
-    , public GpuVariant
-#endif
-{
+// gpu() is defined in gaussian_gpu.cpp, compiled only in a build with CUDA;
+// registration lists the GPU variant only then (flowd/gpu.hpp).
+class Gaussian : public Map {
 public:
   static OperatorSpec spec();
   explicit Gaussian(const Params& p);
   void cpu(MapContext& ctx) const override;
-#if FLOWD_WITH_CUDA
-  void gpu(GpuContext& ctx) const override;
-#endif
+  void gpu(GpuContext& ctx) const;
 
 private:
   double sigma_;
-#if FLOWD_WITH_CUDA
-  // Half kernels for u8, u16 and f32 images (gaussian_kernel.hpp), built once.
+  // Half kernels for u8, u16 and f32 images (gaussian_kernel.hpp), built once
+  // for the GPU variant.
   std::array<std::vector<double>, 3> half_;
-#endif
 };
 
 }  // namespace flowd::image

@@ -2,7 +2,7 @@
 // The CUDA side of image.gaussian's GPU variant, as plain C++: raw device
 // pointers, sizes and strides in, kernels enqueued on a stream. It includes no
 // flowd SDK, OpenCV or CUDA header, so gaussian_gpu.cu compiles without them
-// and gaussian.cpp without the CUDA toolkit's headers.
+// and gaussian_gpu.cpp (Gaussian::gpu) without the CUDA toolkit's headers.
 //
 // What it computes is OpenCV's GaussianBlur with BORDER_REFLECT_101, pass for
 // pass (rows, then columns, through a scratch buffer):

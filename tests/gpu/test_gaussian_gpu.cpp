@@ -1,4 +1,4 @@
-// image.gaussian's GPU variant (plugins/image/gaussian.cpp, gaussian_gpu.cu)
+// image.gaussian's GPU variant (plugins/image/gaussian_gpu.cpp, gaussian_gpu.cu)
 // against its CPU twin (OpenCV's GaussianBlur).
 //
 // Without a GPU, GaussianKernel.* still checks the half of the claim that

@@ -1,19 +1,35 @@
 #pragma once
-// GPU variants. A map operator with a GPU variant also derives from
-// flowd::GpuVariant:
+// GPU variants. A map operator gets a CUDA variant by declaring one more
+// member function, in every build, and defining it in a file that is compiled
+// only when CUDA is:
 //
-//   class Blur final : public flowd::Map
-//   #if FLOWD_WITH_CUDA
-//       , public flowd::GpuVariant
-//   #endif
-//   { ... void gpu(flowd::GpuContext& ctx) const override; ... };
+//   class Invert : public flowd::Map {                  // not final (below)
+//   public:
+//     static flowd::OperatorSpec spec();
+//     explicit Invert(const flowd::Params&) {}
+//     void cpu(flowd::MapContext& ctx) const override;  // invert.cpp
+//     void gpu(flowd::GpuContext& ctx) const;           // invert_gpu.cpp, compiled only with CUDA
+//   };
 //
-// flowd_add_plugin defines FLOWD_WITH_CUDA (1 or 0) as the flowd build did,
-// so a plugin built without CUDA simply has no gpu variant. The manifest lists
-// the variants a class implements; a declared variant always has code.
+// No `#if` in the plugin, no `override` on gpu() and no flowd::GpuVariant
+// base. Registration (FLOWD_PLUGIN, flowd/plugin.hpp) does the rest, and it
+// is the one place that asks whether CUDA is built (gpu_variants_built):
+//   - with CUDA, it creates the operator as an SDK class derived from Invert
+//     that implements GpuVariant by calling Invert::gpu, and the manifest lists
+//     the variants cpu and gpu;
+//   - without, it creates an Invert and lists cpu only. Nothing refers to
+//     Invert::gpu, so it needs no definition (a virtual override without one
+//     would not link: the vtable names it), and nothing can call it.
+// Hence the class must not be final. Registration refuses, when the plugin
+// compiles, a final class with gpu(), a member gpu() of another signature and
+// a class deriving from GpuVariant itself. docs/plugin-sdk.md ("GPU
+// variants") has a complete example, CMake included; image.gaussian
+// (plugins/image/gaussian.hpp, gaussian_gpu.cpp) and the nuclei operators
+// (plugins/nuclei/ops/segment_ops.hpp, segment_ops_gpu.cpp) are written so.
 //
 // This header needs no CUDA headers: the stream is a void* that the variant
 // casts to cudaStream_t.
+#include <concepts>
 #include <cstdint>
 #include <span>
 
@@ -39,12 +55,31 @@ public:
   }
 };
 
+// The interface the engine calls a GPU variant through. A plugin does not
+// derive from it: registration implements it for an operator that declares
+// gpu(), in a build with CUDA (above).
 class GpuVariant {
 public:
   virtual ~GpuVariant() = default;
   // Called on the GPU's manager thread, possibly while other GPUs run other
   // tasks of this operator: const and thread-safe like Map::cpu.
   virtual void gpu(GpuContext& ctx) const = 0;
+};
+
+// Whether this plugin is compiled with CUDA, i.e. whether its operators'
+// gpu() definitions are built: FLOWD_WITH_CUDA, which flowd_add_plugin
+// defines (1 or 0) as flowd itself was built. Registration reads it; plugin
+// code has no reason to.
+#if defined(FLOWD_WITH_CUDA) && FLOWD_WITH_CUDA
+inline constexpr bool gpu_variants_built = true;
+#else
+inline constexpr bool gpu_variants_built = false;
+#endif
+
+// An operator with a GPU variant: it declares `void gpu(GpuContext&) const`.
+template <class Op>
+concept HasGpuVariant = requires(const Op& op, GpuContext& ctx) {
+  { op.gpu(ctx) } -> std::same_as<void>;
 };
 
 }  // namespace flowd

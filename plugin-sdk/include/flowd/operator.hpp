@@ -21,7 +21,8 @@
 
 namespace flowd {
 
-// How a stage relates items to tasks (DESIGN.md, Patterns).
+// How a stage relates items to tasks (docs/workflow-format.md, "Patterns";
+// what each pattern base implements: docs/plugin-sdk.md, "Operators").
 enum class Pattern : std::uint8_t { source, map, reduce, sink };
 // Where a variant of an operator runs.
 enum class Device : std::uint8_t { cpu, gpu };

@@ -13,6 +13,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <boost/dll/alias.hpp>
@@ -28,8 +29,9 @@ namespace flowd {
 struct OperatorFactory {
   OperatorSpec spec{};
   std::function<std::unique_ptr<Operator>(const Params&)> create{};
-  // The GPU variant of an operator made by `create`, or null when the class
-  // has none (the engine never guesses with a cast across the plugin boundary).
+  // The GPU variant of an operator made by `create`, or null when it has none
+  // in this build (the engine never guesses with a cast across the plugin
+  // boundary).
   const GpuVariant* (*gpu_variant)(const Operator&) = nullptr;
 };
 
@@ -55,17 +57,46 @@ template <OperatorType Op> constexpr Pattern pattern_of() {
   else return Pattern::sink;
 }
 
+namespace detail {
+
+// An operator with a GPU variant as registration makes it in a build with
+// CUDA (flowd/gpu.hpp): the operator, plus the engine's GpuVariant interface
+// calling its gpu(). Only this class refers to Op::gpu, and it is
+// instantiated only when gpu_variants_built, so a build without CUDA needs no
+// definition of gpu().
+template <class Op> class WithGpuVariant final : public Op, public GpuVariant {
+public:
+  using Op::Op;
+  void gpu(GpuContext& ctx) const override { Op::gpu(ctx); }
+};
+
+}  // namespace detail
+
 // The factory for one operator type: its spec with pattern and variants
-// derived from the type, so a declared variant always has code behind it.
+// derived from the type, so a declared variant always has code behind it. A
+// GPU variant (HasGpuVariant) is listed, and can be run, only in a build with
+// CUDA; without, the operator is exactly a CPU-only one.
 template <OperatorType Op> OperatorFactory make_factory() {
   OperatorSpec spec = Op::spec();
   spec.pattern = pattern_of<Op>();
   spec.variants = {Device::cpu};
   OperatorFactory f{{}, [](const Params& p) -> std::unique_ptr<Operator> { return std::make_unique<Op>(p); }, nullptr};
-  if constexpr (std::derived_from<Op, GpuVariant>) {
+  static_assert(!std::derived_from<Op, GpuVariant>,
+                "an operator must not derive from flowd::GpuVariant: declare `void gpu(flowd::GpuContext&) const;` "
+                "(no override) and define it in a file compiled only with CUDA (flowd/gpu.hpp)");
+  if constexpr (HasGpuVariant<Op>) {
     static_assert(std::derived_from<Op, Map>, "only map operators have GPU variants in this SDK version");
-    spec.variants.push_back(Device::gpu);
-    f.gpu_variant = [](const Operator& o) -> const GpuVariant* { return &static_cast<const Op&>(o); };
+    static_assert(!std::is_final_v<Op>, "an operator with a GPU variant must not be final: in a build with CUDA, "
+                                        "registration derives from it to add the variant (flowd/gpu.hpp)");
+    if constexpr (gpu_variants_built) {
+      using Built = detail::WithGpuVariant<Op>;
+      spec.variants.push_back(Device::gpu);
+      f.create = [](const Params& p) -> std::unique_ptr<Operator> { return std::make_unique<Built>(p); };
+      f.gpu_variant = [](const Operator& o) -> const GpuVariant* { return &static_cast<const Built&>(o); };
+    }
+  } else {
+    static_assert(!requires { &Op::gpu; }, "the operator has a member gpu, but not `void gpu(flowd::GpuContext&) "
+                                           "const` (public): it would have no GPU variant");
   }
   f.spec = std::move(spec);
   return f;

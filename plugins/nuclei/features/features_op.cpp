@@ -6,18 +6,18 @@
 
 #include <flowd/opencv.hpp>
 
-#if FLOWD_WITH_CUDA
-#include "features/features_gpu.hpp"
-#endif
-
 namespace flowd::nuclei {
 
 namespace {
 
+constexpr double default_mpp = 0.25;  // 40x
+
+}  // namespace
+
 // The emitted table: tile key, label, global centroid and box, then every
 // feature; only nuclei whose centroid (floored) lies in meta.core, when the
 // tile has one.
-Table make_table(const ItemMeta& meta, const features::Result& r) {
+Table Features::make_table(const ItemMeta& meta, const features::Result& r) {
   const std::int64_t dr = meta.bbox ? meta.bbox->origin[0] : 0, dc = meta.bbox ? meta.bbox->origin[1] : 0;
   std::vector<std::size_t> keep;
   keep.reserve(r.nuclei.size());
@@ -61,11 +61,9 @@ Table make_table(const ItemMeta& meta, const features::Result& r) {
   return t;
 }
 
-constexpr double default_mpp = 0.25;  // 40x
-
 // The resolution to measure at: the parameter, else the one the segmentation
 // used (nuclei.segment estimates it when not given), else 40x.
-features::Options options_for(const features::Options& o, const ItemMeta& labels) {
+features::Options Features::options_for(const features::Options& o, const ItemMeta& labels) {
   features::Options out = o;
   if (out.mpp > 0) return out;
   const auto it = labels.attrs.find("mpp");
@@ -73,13 +71,11 @@ features::Options options_for(const features::Options& o, const ItemMeta& labels
   return out;
 }
 
-void check_shapes(const std::string& op, const Array& img, const Array& labels) {
+void Features::check_shapes(const std::string& op, const Array& img, const Array& labels) {
   if (img.ndim() != 3 || img.shape(2) != 3) throw Error(op + ": the image " + img.describe() + " is not RGB");
   if (labels.ndim() != 2 || img.shape(0) != labels.shape(0) || img.shape(1) != labels.shape(1))
     throw Error(op + ": image " + img.describe() + " and labels " + labels.describe() + " differ in size");
 }
-
-}  // namespace
 
 OperatorSpec Features::spec() {
   return {.name = "nuclei.features",
@@ -128,36 +124,5 @@ void Features::cpu(MapContext& ctx) const {
       features::compute(as_mat(img), as_mat(labels), options_for(options_, ctx.input("labels").meta));
   ctx.emit("features", Item{image.meta, Value(make_table(image.meta, r))});
 }
-
-#if FLOWD_WITH_CUDA
-void Features::gpu(GpuContext& ctx) const {
-  const Item& image = ctx.input("image");
-  const Array& img = image.array();
-  const Array& labels = ctx.input("labels").array();
-  check_shapes("nuclei.features (gpu)", img, labels);
-  for (const Array* a : {&img, &labels})
-    if (a->placement().residency != Residency::device || a->placement().device != ctx.gpu())
-      throw Error("nuclei.features (gpu): " + a->describe() + " is not in the memory of GPU " + std::to_string(ctx.gpu()));
-  if (img.dtype() != DType::u8 || labels.dtype() != DType::i32)
-    throw Error("nuclei.features (gpu): expects u8 RGB and i32 labels, got " + img.describe() + " and " + labels.describe());
-  features::gpu::TileView t;
-  t.device = ctx.gpu();
-  t.rows = static_cast<int>(img.shape(0));
-  t.cols = static_cast<int>(img.shape(1));
-  t.rgb = static_cast<const std::uint8_t*>(img.raw());
-  for (int k = 0; k < 3; ++k) t.rgb_stride[k] = img.stride(k);
-  t.labels = static_cast<const std::int32_t*>(labels.raw());
-  for (int k = 0; k < 2; ++k) t.label_stride[k] = labels.stride(k);
-  // Temporaries stay referenced until gpu() returns; compute_gpu has waited
-  // for the stream by then.
-  std::vector<Array> temps;
-  const features::Result r =
-      features::compute_gpu(t, options_for(options_, ctx.input("labels").meta), ctx.stream(), [&](std::size_t bytes) {
-    temps.push_back(ctx.allocate(DType::u8, {static_cast<std::int64_t>(bytes)}));
-    return temps.back().raw();
-  });
-  ctx.emit("features", Item{image.meta, Value(make_table(image.meta, r))});
-}
-#endif
 
 }  // namespace flowd::nuclei

@@ -3,61 +3,54 @@
 // usable as a stage of its own and as a sub-task of nuclei.segment
 // (segment_stage.hpp). The CPU variants call segment/segment.hpp, the GPU
 // variants their CUDA twins (segment/gpu/segment_gpu.hpp), which give the same
-// results.
+// results. Every gpu() is defined in segment_ops_gpu.cpp, compiled only in a
+// build with CUDA; registration lists the GPU variants only then
+// (flowd/gpu.hpp).
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include <flowd/flowd.hpp>
 
-#if FLOWD_WITH_CUDA
-#include <flowd/gpu.hpp>
-#define FLOWD_NUCLEI_GPU , public GpuVariant
-#define FLOWD_NUCLEI_GPU_METHOD void gpu(GpuContext& ctx) const override;
-#else
-#define FLOWD_NUCLEI_GPU
-#define FLOWD_NUCLEI_GPU_METHOD
-#endif
-
 namespace flowd::nuclei {
 
-class TissueOp final : public Map FLOWD_NUCLEI_GPU {
+class TissueOp : public Map {
 public:
   static OperatorSpec spec();
   explicit TissueOp(const Params& p);
   void cpu(MapContext& ctx) const override;
-  FLOWD_NUCLEI_GPU_METHOD
+  void gpu(GpuContext& ctx) const;
 private:
   int level_;
 };
 
-class RbcOp final : public Map FLOWD_NUCLEI_GPU {
+class RbcOp : public Map {
 public:
   static OperatorSpec spec();
   explicit RbcOp(const Params& p);
   void cpu(MapContext& ctx) const override;
-  FLOWD_NUCLEI_GPU_METHOD
+  void gpu(GpuContext& ctx) const;
 private:
   int rg_q8_, rb_q8_, level_;
 };
 
-class DeconvolveOp final : public Map FLOWD_NUCLEI_GPU {
+class DeconvolveOp : public Map {
 public:
   static OperatorSpec spec();
   explicit DeconvolveOp(const Params& p);
   void cpu(MapContext& ctx) const override;
-  FLOWD_NUCLEI_GPU_METHOD
+  void gpu(GpuContext& ctx) const;
 private:
   int stain_;
   double od_max_;
 };
 
-class OpenOp final : public Map FLOWD_NUCLEI_GPU {
+class OpenOp : public Map {
 public:
   static OperatorSpec spec();
   explicit OpenOp(const Params& p);
   void cpu(MapContext& ctx) const override;
-  FLOWD_NUCLEI_GPU_METHOD
+  void gpu(GpuContext& ctx) const;
 private:
   int radius_;
   std::vector<int> half_widths_;
@@ -65,61 +58,61 @@ private:
 
 // ReconToNuclei: reconstruction of the opened image under the original, then
 // the nuclear threshold (threshold < 0: the reconstruction itself).
-class ReconstructOp final : public Map FLOWD_NUCLEI_GPU {
+class ReconstructOp : public Map {
 public:
   static OperatorSpec spec();
   explicit ReconstructOp(const Params& p);
   void cpu(MapContext& ctx) const override;
-  FLOWD_NUCLEI_GPU_METHOD
+  void gpu(GpuContext& ctx) const;
 private:
   int threshold_;
 };
 
-class AreaThresholdOp final : public Map FLOWD_NUCLEI_GPU {
+class AreaThresholdOp : public Map {
 public:
   static OperatorSpec spec();
   explicit AreaThresholdOp(const Params& p);
   void cpu(MapContext& ctx) const override;
-  FLOWD_NUCLEI_GPU_METHOD
+  void gpu(GpuContext& ctx) const;
 private:
   int min_area_, max_area_;
 };
 
-class FillHolesOp final : public Map FLOWD_NUCLEI_GPU {
+class FillHolesOp : public Map {
 public:
   static OperatorSpec spec();
   explicit FillHolesOp(const Params& p);
   void cpu(MapContext& ctx) const override;
-  FLOWD_NUCLEI_GPU_METHOD
+  void gpu(GpuContext& ctx) const;
 private:
   int max_hole_area_;
 };
 
 // Pre-watershed: the distance transform of the mask and its h-maxima markers.
-class PreWatershedOp final : public Map FLOWD_NUCLEI_GPU {
+class PreWatershedOp : public Map {
 public:
   static OperatorSpec spec();
   explicit PreWatershedOp(const Params& p);
   void cpu(MapContext& ctx) const override;
-  FLOWD_NUCLEI_GPU_METHOD
+  void gpu(GpuContext& ctx) const;
 private:
   float h_;
 };
 
-class WatershedOp final : public Map FLOWD_NUCLEI_GPU {
+class WatershedOp : public Map {
 public:
   static OperatorSpec spec();
   explicit WatershedOp(const Params&) {}
   void cpu(MapContext& ctx) const override;
-  FLOWD_NUCLEI_GPU_METHOD
+  void gpu(GpuContext& ctx) const;
 };
 
-class LabelOp final : public Map FLOWD_NUCLEI_GPU {
+class LabelOp : public Map {
 public:
   static OperatorSpec spec();
   explicit LabelOp(const Params&) {}
   void cpu(MapContext& ctx) const override;
-  FLOWD_NUCLEI_GPU_METHOD
+  void gpu(GpuContext& ctx) const;
 };
 
 // Final clean-up: drops objects below min_area and numbers the rest 1..n.

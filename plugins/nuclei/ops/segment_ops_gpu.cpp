@@ -1,9 +1,9 @@
 // GPU variants of the segmentation operators: the inputs arrive in this
 // GPU's memory; each variant allocates its outputs from the engine's pool and
-// enqueues the CUDA twin of its CPU function on the task's stream.
+// enqueues the CUDA twin of its CPU function on the task's stream. Compiled
+// only in a build with CUDA (ops/CMakeLists.txt).
 #include "ops/segment_ops.hpp"
 
-#if FLOWD_WITH_CUDA
 #include "ops/device_views.hpp"
 #include "ops/glue_gpu.hpp"
 #include "segment/segment.hpp"
@@ -117,4 +117,3 @@ void LabelOp::gpu(GpuContext& ctx) const {
 }
 
 }  // namespace flowd::nuclei
-#endif
