@@ -26,6 +26,7 @@
 #include "net/transport/server.hpp"
 #include "store/item_store.hpp"
 #include "net/zio/zio.hpp"
+#include "util/job_thread.hpp"
 
 namespace flowd::net::node {
 
@@ -73,72 +74,6 @@ std::uint64_t bytes_of(const Item& item) {
   if (const auto* a = std::get_if<Array>(&item.value)) return a->nbytes();
   return 0;
 }
-
-// Runs done() callbacks (and drops what they hold) on a thread of its own,
-// never under a lock of the coordinator, so a callback may submit, fetch or
-// drain. After drop_all() nothing queued is called any more.
-class Dispatcher {
-public:
-  Dispatcher() : thread_([this] { run(); }) {}
-  ~Dispatcher() {
-    {
-      std::lock_guard lock(m_);
-      stop_ = true;
-    }
-    cv_.notify_all();
-    thread_.join();
-  }
-  Dispatcher(const Dispatcher&) = delete;
-  Dispatcher& operator=(const Dispatcher&) = delete;
-
-  void post(std::vector<std::function<void()>> calls) {
-    if (calls.empty()) return;
-    {
-      std::lock_guard lock(m_);
-      for (auto& c : calls) q_.push_back(std::move(c));
-    }
-    cv_.notify_all();
-  }
-
-  // Drops what is queued (without calling it) and waits for the call in
-  // progress, unless that call is the one asking.
-  void drop_all() {
-    std::deque<std::function<void()>> dropped;
-    std::unique_lock lock(m_);
-    dropping_ = true;
-    dropped.swap(q_);
-    if (std::this_thread::get_id() != thread_.get_id()) cv_.wait(lock, [&] { return running_ == 0; });
-    lock.unlock();
-    dropped.clear();  // outside the lock: may drop the last reference to items
-  }
-
-private:
-  void run() {
-    std::unique_lock lock(m_);
-    for (;;) {
-      cv_.wait(lock, [&] { return stop_ || !q_.empty(); });
-      if (q_.empty()) return;
-      auto f = std::move(q_.front());
-      q_.pop_front();
-      const bool call = !dropping_;
-      ++running_;
-      lock.unlock();
-      if (call && f) f();
-      f = nullptr;
-      lock.lock();
-      --running_;
-      cv_.notify_all();
-    }
-  }
-
-  std::mutex m_;
-  std::condition_variable cv_;
-  std::deque<std::function<void()>> q_;
-  bool stop_ = false;
-  bool dropping_ = false;
-  int running_ = 0;
-  std::thread thread_;
-};
 
 }  // namespace
 
@@ -338,7 +273,9 @@ struct Coordinator::Core final : ItemHost, std::enable_shared_from_this<Core> {
 
 struct Coordinator::Loop {
   std::shared_ptr<Core> core;
-  Dispatcher dispatcher;
+  // done() callbacks and what jobs held: dropped or called here, never
+  // under a lock of ours, so a callback may submit, fetch or drain.
+  JobThread dispatcher;
   std::unique_ptr<transport::ItemServer> item_server;
   zmq::context_t ctx{1};
   // After the context, before the socket (security/zap.hpp).
@@ -920,7 +857,7 @@ struct Coordinator::Loop {
     for (auto& o : t.out) outbox.push_back(std::move(o));
     t.out.clear();
     send_all();
-    dispatcher.post(std::move(t.calls));
+    dispatcher.post_all(std::move(t.calls));
     t.calls.clear();
   }
 
