@@ -14,7 +14,7 @@ WorkerPool::WorkerPool(std::unique_ptr<sched::ReadyQueue> queue, std::vector<sch
   for (const auto& w : infos_) kinds_ |= sched::bit(w.kind);
   for (std::size_t i = 0; i < infos_.size(); ++i) {
     slots_.push_back(std::make_unique<Slot>());
-    if (opts_.prefetch && sched::is_gpu_like(infos_[i].kind)) slots_.back()->copier = std::make_unique<CopyThread>();
+    if (opts_.prefetch && sched::is_gpu_like(infos_[i].kind)) slots_.back()->copier = std::make_unique<JobThread>();
   }
   threads_.reserve(infos_.size());
   for (std::size_t i = 0; i < infos_.size(); ++i) threads_.emplace_back([this, i] { loop(i); });

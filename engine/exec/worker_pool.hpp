@@ -21,9 +21,9 @@
 #include <thread>
 #include <vector>
 
-#include "exec/copy_thread.hpp"
 #include "sched/ready_queue.hpp"
 #include "sched/task.hpp"
+#include "util/job_thread.hpp"
 
 namespace flowd::exec {
 
@@ -96,7 +96,7 @@ private:
   struct Slot {
     std::condition_variable cv;
     std::binary_semaphore park{0};
-    std::unique_ptr<CopyThread> copier;  // GPU-like workers with prefetch
+    std::unique_ptr<JobThread> copier;  // GPU-like workers with prefetch
     std::atomic<State> state{State::awake};
     std::atomic<bool> running{false};
     std::atomic<std::int64_t> started_ns{0};

@@ -100,7 +100,8 @@ public:
   // [{"id", "name", "tasks", "busy_seconds", "live"}] per registered worker.
   Json worker_report() const;
 
-  struct Core;  // the state shared with the socket thread and the items (coordinator.cpp)
+  // Defined in the private coordinator_state.hpp.
+  struct Core;  // the state shared with the socket thread and the items
   struct Loop;  // the sockets and the threads serving them
 
 private:

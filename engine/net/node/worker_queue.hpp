@@ -11,7 +11,7 @@
 // never asked twice for the same room.
 //
 // Pure bookkeeping, no threads or sockets: the node's socket thread owns it
-// (worker_node.cpp), and the tests drive it alone.
+// (worker_node_serve.cpp), and the tests drive it alone.
 #include <cstddef>
 #include <cstdint>
 #include <deque>

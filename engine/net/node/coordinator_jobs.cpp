@@ -1,0 +1,108 @@
+// Job bookkeeping under Core::m: where a job is (ready, assigned, being
+// recomputed), what happens to it when it fails or its node is lost, and
+// recomputing a lost item from its lineage. Nothing here touches a socket:
+// messages and callbacks go into the Turn, acted on after the lock.
+#include "net/node/coordinator_state.hpp"
+
+namespace flowd::net::node {
+
+std::string Coordinator::Core::holder_label(std::uint32_t id) const {
+  const auto it = workers.find(id);
+  return it == workers.end() ? "worker " + std::to_string(id) : it->second.label();
+}
+
+void Coordinator::Core::request_recompute(const std::shared_ptr<const ClusterItem>& item) {
+  if (recomputing.contains(item.get())) return;
+  auto job = std::make_shared<Job>();
+  job->order = next_order++;
+  job->stage = item->lineage().stage;
+  job->key = item->lineage().key;
+  job->inputs = item->lineage().inputs;
+  job->target = item;
+  job->emission = item->lineage().emission;
+  ready[job->order] = job;
+  recomputing[item.get()] = job;
+  ++st.recomputed;
+  log(LogLevel::info, "recomputing item '" + job->key + "' (output " + std::to_string(job->emission) + " of stage '" +
+                          stages[job->stage].name + "'): its holder " + item->holder() + " is gone");
+}
+
+void Coordinator::Core::unpublish(Job& job, std::vector<std::function<void()>>& trash) {
+  for (const auto& id : job.published)
+    if (auto item = published.take(id)) trash.push_back([item = std::move(item)] {});
+  job.published.clear();
+}
+
+void Coordinator::Core::forget(JobPtr job, Turn& t) {
+  ready.erase(job->order);
+  if (job->wire_id) {
+    if (const auto it = assigned.find(job->wire_id); it != assigned.end() && it->second == job) assigned.erase(it);
+    if (const auto w = workers.find(job->worker); w != workers.end()) w->second.tasks.erase(job->wire_id);
+  }
+  unpublish(*job, t.calls);
+  if (job->target) recomputing.erase(job->target.get());
+  t.calls.push_back([job] {});
+}
+
+void Coordinator::Core::fail_job(JobPtr job, const std::string& message, const std::string& node, Turn& t) {
+  forget(job, t);
+  if (job->internal()) {
+    job->target->fail(message);
+    log(LogLevel::error, "recomputing item '" + job->key + "' failed: " + message);
+    cv.notify_all();
+    return;
+  }
+  ++st.failed;
+  runtime::RemoteResult r;
+  r.ok = false;
+  r.error = message;
+  r.key = job->key;
+  r.node = node;
+  t.calls.push_back([done = std::move(job->done), r = std::move(r)]() mutable {
+    if (done) done(std::move(r));
+  });
+}
+
+void Coordinator::Core::requeue(JobPtr job, std::string why, Turn& t) {
+  const std::string node = holder_label(job->worker);
+  if (job->attempt + 1 >= options.max_attempts) {
+    fail_job(job,
+             "task '" + job->key + "' of stage '" + stages[job->stage].name + "' failed " +
+                 std::to_string(job->attempt + 1) + " times; last on " + node + ": " + why,
+             node, t);
+    return;
+  }
+  if (const auto it = assigned.find(job->wire_id); it != assigned.end() && it->second == job) assigned.erase(it);
+  if (const auto w = workers.find(job->worker); w != workers.end()) w->second.tasks.erase(job->wire_id);
+  unpublish(*job, t.calls);
+  ++job->attempt;
+  job->worker = 0;
+  job->wire_id = 0;
+  ready[job->order] = job;
+  ++st.reassigned;
+}
+
+void Coordinator::Core::worker_gone(std::uint32_t id, const std::string& reason, Turn& t) {
+  if (!gone.insert(id).second) return;
+  const auto it = workers.find(id);
+  if (it == workers.end()) {
+    cv.notify_all();
+    return;
+  }
+  auto& w = it->second;
+  w.live = false;
+  by_routing.erase(w.routing);
+  const std::vector<std::uint64_t> tasks(w.tasks.begin(), w.tasks.end());
+  for (const auto wid : tasks)
+    if (const auto j = assigned.find(wid); j != assigned.end()) requeue(j->second, w.label() + " " + reason, t);
+  w.tasks.clear();
+  w.credit = 0;
+  for (const auto thief : w.thieves)
+    if (const auto th = workers.find(thief); th != workers.end()) th->second.steal_pending = false;
+  w.thieves.clear();
+  log(LogLevel::warning, w.label() + " " + reason + "; " + std::to_string(tasks.size()) +
+                             " of its tasks go to other nodes, and the items it held are recomputed when needed");
+  cv.notify_all();
+}
+
+}  // namespace flowd::net::node

@@ -1,0 +1,199 @@
+// Which ready task goes to which node (assignment.hpp decides, this applies
+// it to the live state), and work stealing between nodes. Called by the
+// socket thread under Core::m once per turn.
+#include <algorithm>
+
+#include "net/node/coordinator_state.hpp"
+
+namespace flowd::net::node {
+
+namespace {
+
+// Ready tasks considered per scheduling pass: keeps a pass cheap with a huge
+// backlog; the oldest are considered (internal recomputes come first).
+constexpr std::size_t max_scan = 4096;
+
+std::uint64_t bytes_of(const Item& item) {
+  if (const auto* a = std::get_if<Array>(&item.value)) return a->nbytes();
+  return 0;
+}
+
+}  // namespace
+
+std::string Coordinator::Loop::cannot_run(std::size_t stage) const {
+  const auto& sp = core.stages[stage];
+  std::string why = "stage '" + sp.name + "' cannot run on any live worker";
+  std::string each;
+  for (const auto& [id, w] : core.workers) {
+    if (!w.live) {
+      each += "; " + w.label() + " is gone";
+      continue;
+    }
+    const auto r = w.unavailable.find(sp.name);
+    each += "; " + w.label() + ": " + why_not(sp, w.view, r == w.unavailable.end() ? std::string() : r->second);
+  }
+  if (core.workers.empty()) each = "; no worker has registered";
+  return why + each;
+}
+
+void Coordinator::Loop::assign(JobPtr job, WorkerState& w, Turn& t) {
+  const std::uint64_t wire_id = core.next_wire++;
+  wire::AssignTask a;
+  a.task_id = wire_id;
+  a.stage = core.stages[job->stage].name;
+  TaskSpec spec;
+  spec.key = job->key;
+  spec.attempt = job->attempt;
+  std::vector<wire::ItemId> published;
+  for (std::size_t p = 0; p < job->inputs.size(); ++p) {
+    const auto& in = job->inputs[p];
+    if (!in) continue;
+    wire::ItemRef ref;
+    if (in->remote) {
+      const auto ci = std::dynamic_pointer_cast<const ClusterItem>(in->remote);
+      const auto where = ci->location();
+      ref = wire::ItemRef{where.id, where.holder, where.bytes};
+      if (const auto h = core.workers.find(where.holder); h != core.workers.end())
+        spec.peers[where.holder] = PeerAddress{h->second.data_endpoint, h->second.public_key};
+    } else {
+      // A value of this process: served by our item server under a name of
+      // this assignment; the aliasing pointer keeps the Carried alive.
+      ref.id = wire::ItemId{in->item.meta.key, static_cast<std::int64_t>(wire_id), static_cast<std::int64_t>(p)};
+      ref.holder = 0;
+      ref.bytes = bytes_of(in->item);
+      core.published.put(ref.id, std::shared_ptr<const Item>(in, &in->item));
+      published.push_back(ref.id);
+      spec.peers[0] = PeerAddress{core.data_endpoint, core.server_public_key};
+    }
+    a.inputs.push_back(std::move(ref));
+    spec.ports.push_back(static_cast<std::uint32_t>(p));
+  }
+  a.spec = spec.to_json();
+  job->published = std::move(published);
+  if (const auto enc = wire::encode(0, a, limits); !enc) {
+    core.fail_job(job, "task '" + job->key + "' of stage '" + a.stage + "' cannot be sent: " + enc.error().describe(),
+                  "", t);
+    return;
+  }
+  core.ready.erase(job->order);
+  job->worker = w.view.id;
+  job->wire_id = wire_id;
+  core.assigned[wire_id] = job;
+  w.tasks.insert(wire_id);
+  --w.credit;
+  ++core.st.assigned;
+  t.out.emplace_back(w.routing, std::move(a));
+}
+
+void Coordinator::Loop::schedule(Turn& t) {
+  if (core.drained || core.closed) return;
+  std::vector<NodeView> live;
+  for (const auto& [id, w] : core.workers)
+    if (w.live) live.push_back(w.view);
+  const auto best = best_preferences(core.stages, live);
+  // A task waits for a better node only while that node is asking for work
+  // too; otherwise an idle node with a fallback label takes it now
+  // (Constellation: an executor takes every match of its first context,
+  // then of later ones, rather than idling).
+  std::vector<NodeView> asking;
+  for (const auto& [id, w] : core.workers)
+    if (w.live && w.credit > 0) asking.push_back(w.view);
+  const auto best_now = best_preferences(core.stages, asking);
+  const auto ranks_now = best_ranks(core.stages, asking, best_now);
+  const bool may_give_up = core.ever_registered >= std::max<std::size_t>(core.expected, 1);
+
+  std::vector<ReadyTask> cands;
+  std::vector<JobPtr> cand_jobs;
+  std::vector<std::pair<JobPtr, std::string>> to_fail;
+  std::vector<std::shared_ptr<const ClusterItem>> to_recompute;
+  std::size_t scanned = 0;
+  for (const auto& [order, job] : core.ready) {
+    if (scanned++ >= max_scan) break;
+    if (!best[job->stage]) {
+      if (may_give_up) to_fail.emplace_back(job, cannot_run(job->stage));
+      continue;
+    }
+    ReadyTask rt{order, job->stage, {}};
+    bool blocked = false;
+    std::string bad;
+    for (const auto& in : job->inputs) {
+      if (!in || !in->remote) continue;
+      const auto ci = std::dynamic_pointer_cast<const ClusterItem>(in->remote);
+      if (!ci) {
+        bad = "input item '" + in->item.meta.key + "' is held outside this cluster run";
+        break;
+      }
+      const auto where = ci->location();
+      if (!where.failed.empty()) {
+        bad = "input item '" + in->item.meta.key + "' is lost: " + where.failed;
+        break;
+      }
+      if (core.gone.contains(where.holder)) {
+        blocked = true;
+        to_recompute.push_back(ci);
+        continue;
+      }
+      rt.inputs.emplace_back(where.holder, where.bytes);
+    }
+    if (!bad.empty())
+      to_fail.emplace_back(job, "task '" + job->key + "' of stage '" + core.stages[job->stage].name + "': " + bad);
+    else if (!blocked) {
+      cands.push_back(std::move(rt));
+      cand_jobs.push_back(job);
+    }
+  }
+  for (const auto& [job, why] : to_fail)
+    core.fail_job(job, why, "", t);
+  for (const auto& ci : to_recompute)
+    core.request_recompute(ci);
+  // New recomputes are considered on the next turn, right away.
+  if (!to_recompute.empty()) core.wake();
+
+  for (auto& [id, w] : core.workers) {
+    if (!w.live) continue;
+    while (w.credit > 0 && !cands.empty()) {
+      const auto i = choose_task(cands, w.view, core.stages, best_now, core.options.locality, ranks_now);
+      if (!i) break;
+      const JobPtr job = cand_jobs[*i];
+      cands.erase(cands.begin() + static_cast<std::ptrdiff_t>(*i));
+      cand_jobs.erase(cand_jobs.begin() + static_cast<std::ptrdiff_t>(*i));
+      assign(job, w, t);
+    }
+  }
+  if (core.options.steal) steal(live, t);
+}
+
+void Coordinator::Loop::steal(const std::vector<NodeView>& live, Turn& t) {
+  const auto now = Clock::now();
+  for (auto& [id, thief] : core.workers) {
+    if (!thief.live || thief.credit == 0 || thief.steal_pending || now < thief.next_steal) continue;
+    std::vector<NodeView> victims;
+    for (const auto& v : live) {
+      if (v.id == id) continue;
+      const auto& vw = core.workers.at(v.id);
+      // Only a node with more tasks than it runs at once has unstarted ones.
+      if (vw.tasks.size() <= vw.slots) continue;
+      const bool fits = std::any_of(vw.tasks.begin(), vw.tasks.end(), [&](std::uint64_t wid) {
+        const auto j = core.assigned.find(wid);
+        return j != core.assigned.end() && placement_preference(core.stages[j->second->stage], thief.view).has_value();
+      });
+      if (fits) victims.push_back(v);
+    }
+    const auto pick = choose_victim(thief.view, victims, core.options.steal_seed + core.steal_count);
+    if (!pick) continue;
+    auto& victim = core.workers.at(victims[*pick].id);
+    ++core.steal_count;
+    ++core.st.steal_requests;
+    thief.steal_pending = true;
+    victim.thieves.push_back(id);
+    // Half of what the victim has queued (at least one), as work stealing
+    // does: taking all of it would only move the imbalance to the thief,
+    // whose credit counts its lookahead too.
+    const std::uint64_t queued = victim.tasks.size() - std::min<std::uint64_t>(victim.tasks.size(), victim.slots);
+    const std::uint64_t want =
+        std::min<std::uint64_t>({thief.credit, std::max<std::uint64_t>(1, (queued + 1) / 2), 1u << 16});
+    t.out.emplace_back(victim.routing, wire::StealRequest{static_cast<std::uint32_t>(want), id});
+  }
+}
+
+}  // namespace flowd::net::node
