@@ -132,6 +132,7 @@ Json summary_json(const ReportSummary& s, const std::unordered_map<int, int>& ro
 // end with a newline of their own: the page holds each file's bytes exactly.
 constexpr std::string_view css_marker = "/* flowd: report.css */\n";
 constexpr std::string_view data_marker = "/* flowd: run data */";
+constexpr std::string_view base_js_marker = "/* flowd: report_base.js */\n";
 constexpr std::string_view js_marker = "/* flowd: report.js */\n";
 
 // The template with each marker replaced by its text, markers in page order.
@@ -335,7 +336,10 @@ Json report_data(const RunTrace& t) {
 std::string html_report(const RunTrace& t) {
   const std::string data = script_safe_json(report_data(t));
   return fill(report_assets::html(),
-              {{css_marker, report_assets::css()}, {data_marker, data}, {js_marker, report_assets::js()}});
+              {{css_marker, report_assets::css()},
+               {data_marker, data},
+               {base_js_marker, report_assets::base_js()},
+               {js_marker, report_assets::js()}});
 }
 
 void write_html_report(const RunTrace& t, const std::filesystem::path& file) {

@@ -8,9 +8,12 @@
 namespace flowd::trace::report_assets {
 
 // report.html is the page with markers where html_report.cpp puts the style
-// sheet, the run's data and the script.
+// sheet, the run's data and the script. The script is two files run in one
+// closure that report.html opens: report_base.js (the run's data, formatting
+// helpers) and report.js (colours, header, charts, timeline).
 std::string_view html() noexcept;
 std::string_view css() noexcept;
+std::string_view base_js() noexcept;
 std::string_view js() noexcept;
 
 }  // namespace flowd::trace::report_assets
