@@ -15,7 +15,13 @@ if [[ $what == test ]]; then tools/install-deps.sh --report; else tools/install-
 build=${FLOWD_BUILD_DIR:-build}
 jobs=$(nproc)
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build "$build" -j "$jobs"
+# The main job needs the flowd binary and the shipped plugins (the H&E
+# generator is linked into the io plugin); the tests and benchmarks are built
+# only for `test` and `build`.
+case "$what" in
+  run) cmake --build "$build" -j "$jobs" --target flowd flowd_plugins ;;
+  *) cmake --build "$build" -j "$jobs" ;;
+esac
 
 case "$what" in
   run) exec "$build/bin/flowd" run workflows/nuclei.json ;;
