@@ -33,7 +33,7 @@ runtime::RunOptions options(int cpus, const std::string& gpus = "none", trace::R
 // Runs on another thread so that a regression fails instead of hanging ctest.
 runtime::RunReport run_guarded(const std::string& json, runtime::RunOptions o) {
   auto g = test::graph(json);
-  runtime::LocalRun run(g, std::move(o), test::quiet_log());
+  runtime::Run run(g, std::move(o), test::quiet_log());
   auto f = std::async(std::launch::async, [&] { return run.execute(); });
   if (f.wait_for(std::chrono::seconds(60)) != std::future_status::ready) {
     ADD_FAILURE() << "run did not finish in 60 s";
