@@ -5,6 +5,16 @@
 
 namespace flowd::runtime::detail {
 
+namespace {
+
+std::string port_names(const std::vector<PortSpec>& ports) {
+  std::string s;
+  for (const auto& p : ports) s += (s.empty() ? "" : ", ") + p.name;
+  return s.empty() ? "none" : s;
+}
+
+}  // namespace
+
 SubOp& SubOps::get(const workflow::StageNode& parent, std::string_view op, const Json& params) {
   const auto handle = parent.uses.find(op);
   if (handle == parent.uses.end())
@@ -79,10 +89,11 @@ SubGraph::Wire SubGraph::wire_locked(std::string_view op, const SubRef& ref) con
     throw Error("sub-task " + std::string(op) + ": input refers to call " + std::to_string(ref.call) +
                 ", which does not exist yet");
   const OperatorSpec& from = calls_[ref.call].op->node.spec();
-  if (ref.port >= from.outputs.size())
+  const auto port = from.output_index(ref.port);
+  if (!port)
     throw Error("sub-task " + std::string(op) + ": call " + std::to_string(ref.call) + " (" + from.name +
-                ") has no output " + std::to_string(ref.port));
-  return {ref.call, ref.port};
+                ") has no output port '" + ref.port + "'; its output ports: " + port_names(from.outputs));
+  return {ref.call, *port};
 }
 
 std::size_t SubGraph::call(std::string_view op, const Json& params, std::vector<SubInput> inputs) {
@@ -190,19 +201,24 @@ void SubGraph::wait() {
     if (!c.error.empty()) throw Error(c.error);
 }
 
-const Item& SubGraph::result(std::size_t call, std::size_t port) {
+const Item& SubGraph::result(std::size_t call, std::string_view port) {
   std::lock_guard lk(m_);
   if (call >= calls_.size()) throw Error("sub-task result: no call " + std::to_string(call));
   Call& c = calls_[call];
+  const OperatorSpec& spec = c.op->node.spec();
+  const auto p = spec.output_index(port);
+  if (!p)
+    throw Error("sub-task result: call " + std::to_string(call) + " (" + spec.name + ") has no output port '" +
+                std::string(port) + "'; its output ports: " + port_names(spec.outputs));
   if (!c.done) throw Error("sub-task result: call " + std::to_string(call) + " has not run yet (call wait() first)");
   if (!c.error.empty()) throw Error(c.error);
-  if (port >= c.out.size() || c.out[port].empty())
-    throw Error("sub-task " + c.op->node.spec().name + " produced nothing on output " + std::to_string(port));
-  auto it = c.host.find(port);
+  if (*p >= c.out.size() || c.out[*p].empty())
+    throw Error("sub-task " + spec.name + " produced nothing on output '" + std::string(port) + "'");
+  auto it = c.host.find(*p);
   if (it == c.host.end()) {
     Item scratch;
-    const Item& on_host = runner_.on_host(*c.out[port].front(), scratch);
-    it = c.host.emplace(port, on_host).first;
+    const Item& on_host = runner_.on_host(*c.out[*p].front(), scratch);
+    it = c.host.emplace(*p, on_host).first;
   }
   return it->second;
 }

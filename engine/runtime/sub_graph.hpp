@@ -58,7 +58,7 @@ public:
 
   std::size_t call(std::string_view op, const Json& params, std::vector<SubInput> inputs) override;
   void wait() override;
-  const Item& result(std::size_t call, std::size_t port) override;
+  const Item& result(std::size_t call, std::string_view port) override;
 
   // Nanoseconds the parent's worker spent running other tasks while it
   // waited: not its operator's time. Read on the parent's thread.

@@ -1,6 +1,7 @@
 // Two-level dataflow: an operator's sub-tasks go through the run's queue, run
-// with the picked worker's variant, chain through SubRef, fail as a unit and
-// appear in the trace as children of their stage task.
+// with the picked worker's variant, chain through SubRef (by output port
+// name), fail as a unit and appear in the trace as children of their stage
+// task.
 #include <gtest/gtest.h>
 
 #include <future>
@@ -142,6 +143,20 @@ TEST(SubTasks, AReferenceToACallNotMadeYetIsRefused) {
   ASSERT_FALSE(r.failures.empty());
   EXPECT_NE(r.failures[0].message.find("input refers to call 8, which does not exist yet"), std::string::npos)
       << r.failures[0].message;
+}
+
+TEST(SubTasks, AReferenceToAnUnknownOutputPortIsRefusedNamingThePorts) {
+  const auto dir = test::scratch();
+  auto r = run_guarded(fanout(R"("calls": 3, "chain": true, "ref_port": "result")", (dir / "o.txt").string(), 2),
+                       options(2));
+  EXPECT_EQ(r.status, RunStatus::failed);
+  ASSERT_FALSE(r.failures.empty());
+  EXPECT_EQ(r.failures[0].stage, "fan");
+  EXPECT_NE(r.failures[0].message.find(
+                "sub-task test.double: call 0 (test.double) has no output port 'result'; its output ports: out"),
+            std::string::npos)
+      << r.failures[0].message;
+  EXPECT_FALSE(std::filesystem::exists(dir / "o.txt"));
 }
 
 TEST(SubTasks, UsesAreListedByInspectAndOpenedAtValidation) {
