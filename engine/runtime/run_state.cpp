@@ -90,12 +90,12 @@ void RunState::replay_sink_inputs() {
 
 void RunState::wait(RunReport& report, const Tick& tick, std::chrono::milliseconds interval) {
   // With a trace, the queue is sampled often enough to draw.
-  const auto wait = runner_.trace().enabled() ? std::min(interval, std::chrono::milliseconds(20)) : interval;
+  const auto poll = runner_.trace().enabled() ? std::min(interval, std::chrono::milliseconds(20)) : interval;
   auto next_tick = Clock::now();
   std::unique_lock lk(m_);
   int stuck_ticks = 0;
   while (closed_count_ < stages_.size() && !runner_.stopping()) {
-    cv_.wait_for(lk, wait);
+    cv_.wait_for(lk, poll);
     if (opts().interrupt && opts().interrupt->load()) {
       interrupted_ = true;
       runner_.set_stopping();

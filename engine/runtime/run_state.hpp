@@ -4,11 +4,10 @@
 // task runner (task_runner.hpp) that runs the map tasks. Private to the
 // runtime.
 //
-// Its state is guarded by one lock; tasks running on the workers call back
-// into it (routing what they emitted), so the work is spread over
-// routing.cpp (sources, routing, closing), stage_tasks.cpp (the tasks of
-// every kind of stage, local or on a cluster) and run_state.cpp (the steps of
-// the whole run).
+// Its state is guarded by one lock (m_), which tasks on the workers take to
+// route what they emitted. Defined in routing.cpp (sources, routing,
+// closing), stage_tasks.cpp (the tasks of each kind of stage, here or on a
+// cluster) and run_state.cpp (the steps of the whole run).
 #include <chrono>
 #include <condition_variable>
 #include <deque>
