@@ -1,5 +1,5 @@
 #pragma once
-// The coordinator's side of a cluster run around a LocalRun: the
+// The coordinator's side of a cluster run around a runtime::Run: the
 // Coordinator (sockets, assignment), its keys, the local worker processes of
 // --workers, the rendezvous file of a launcher's rank 0. A plain run has
 // none of it.

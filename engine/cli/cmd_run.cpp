@@ -15,9 +15,10 @@
 #include "net/cluster/launcher.hpp"
 #include "net/cluster/rendezvous.hpp"
 #include "net/node/worker_node.hpp"
-#include "store/checkpoint.hpp"
-#include "runtime/local_run.hpp"
 #include "runtime/provenance.hpp"
+#include "runtime/run.hpp"
+#include "runtime/schedulers.hpp"
+#include "store/checkpoint.hpp"
 #include "trace/chrome_trace.hpp"
 #include "trace/html_report.hpp"
 #include "workflow/diagnostics.hpp"
@@ -108,9 +109,8 @@ runtime::RunOptions run_options(const ExecOptions& e, const workflow::Graph& g) 
   runtime::RunOptions ro;
   ro.cpu_workers = e.cpu >= 0 ? e.cpu : run.cpu.value_or(0);
   ro.scheduler = !e.scheduler.empty() ? e.scheduler : run.scheduler.value_or("pats");
-  if (ro.scheduler != "pats" && ro.scheduler != "fcfs" && ro.scheduler != "heft")
-    throw Error((e.scheduler.empty() ? "/run/scheduler" : "--scheduler") + std::string(": unknown scheduler '") +
-                ro.scheduler + "'; available: pats, fcfs, heft");
+  if (auto why = runtime::scheduler_problem(ro.scheduler))
+    throw Error((e.scheduler.empty() ? "/run/scheduler" : "--scheduler") + std::string(": ") + *why);
   ro.gpus = runtime::GpuSpec::parse(!e.gpu.empty() ? e.gpu : run.gpu.value_or("all"));
   if (!e.locality.empty()) ro.locality = on_off(e.locality, "locality");
   if (!e.prefetch.empty()) ro.prefetch = on_off(e.prefetch, "prefetch");
@@ -301,7 +301,7 @@ int cmd_run(const Args& args, const std::vector<std::string>& full_command_line)
   ProgressView view(log, !no_progress && !o.quiet);
   runtime::RunReport report;
   try {
-    runtime::LocalRun run(graph, ro, log);
+    runtime::Run run(graph, ro, log);
     log.info("running " + o.workflow + " (" + std::to_string(graph.stages.size()) + " stages, scheduler " + ro.scheduler +
              ", workflow sha256 " + ro.provenance["workflow_sha256"].get<std::string>().substr(0, 12) + ")");
     report = run.execute([&](const runtime::Progress& p) { view.update(p); });
@@ -379,7 +379,7 @@ int cmd_calibrate(const Args& args) {
       ro.commit = false;
       ro.interrupt = &signals.interrupted();
       ro.model = &model;
-      runtime::LocalRun run(graph, ro, log);
+      runtime::Run run(graph, ro, log);
       const auto report = run.execute();
       if (report.status != runtime::RunStatus::succeeded) {
         log.error("calibration run failed; the model was not saved");

@@ -22,6 +22,12 @@ template class ContextImpl<GpuContext>;
 template class ContextImpl<SourceContext>;
 template class ContextImpl<SinkContext>;
 
+std::optional<std::string> input_mismatch(const PortSpec& in, const Value& value, std::string_view from) {
+  if (in.type.accepts(value)) return std::nullopt;
+  return "received " + describe(value) + (from.empty() ? "" : " from " + std::string(from)) + " on input '" + in.name +
+         "', which expects " + in.type.str();
+}
+
 void Emitted::add(const workflow::StageNode& node, std::size_t port, Item item) {
   const auto& outputs = node.spec().outputs;
   if (port >= outputs.size())

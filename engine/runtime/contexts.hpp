@@ -2,6 +2,8 @@
 // The engine's implementations of the SDK contexts handed to operators.
 #include <atomic>
 #include <optional>
+#include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -51,6 +53,12 @@ protected:
   const std::atomic<bool>& stop_;
   double time_scale_ = 1.0;
 };
+
+// Why `value` may not enter input port `in` ("received <what> from <from> on
+// input '<port>', which expects <type>"), or nothing when it may. One
+// message wherever items are checked: routed here, pulled from another node,
+// or handed to a worker node.
+std::optional<std::string> input_mismatch(const PortSpec& in, const Value& value, std::string_view from = {});
 
 // Collects emitted items after checking them against the output ports.
 class Emitted {

@@ -1,7 +1,7 @@
 #pragma once
 // The seam between a run and a cluster (issue 5, docs/cluster.md "Runtime").
 //
-// A coordinator runs the workflow with LocalRun as usual: sources, routing,
+// A coordinator runs the workflow with runtime::Run as usual: sources, routing,
 // joins, reduces and sinks stay in its process. Map stages the cluster
 // takes (RemoteExecutor::takes) are not queued locally; their tasks go to
 // the executor, which runs them on worker nodes and answers with references

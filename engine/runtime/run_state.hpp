@@ -1,40 +1,35 @@
 #pragma once
-// The state of one local run, shared by the orchestration (local_run.cpp:
-// sources, routing, joins, closing) and the execution (execute.cpp: placing
-// inputs, running variants, sub-tasks). Private to the runtime.
-#include <atomic>
+// One run of a graph in this process, as runtime::Run drives it: sources and
+// their windows, routing and key joins, sinks, reduces and closing, around a
+// task runner (task_runner.hpp) that runs the map tasks. Private to the
+// runtime.
+//
+// Its state is guarded by one lock (m_), which tasks on the workers take to
+// route what they emitted. Defined in routing.cpp (sources, routing,
+// closing), stage_tasks.cpp (the tasks of each kind of stage, here or on a
+// cluster) and run_state.cpp (the steps of the whole run).
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
+#include <string>
+#include <vector>
 
-#include "exec/worker_pool.hpp"
 #include "runtime/carried.hpp"
-#include "runtime/checkpoint.hpp"
 #include "runtime/contexts.hpp"
-#include "runtime/local_run.hpp"
-#include "runtime/remote.hpp"
-#include "runtime/transfers.hpp"
-#include "runtime/workers.hpp"
+#include "runtime/run_types.hpp"
+#include "runtime/task_runner.hpp"
+
+namespace flowd::runtime {
+struct RemoteResult;
+}
 
 namespace flowd::runtime::detail {
-
-using Clock = std::chrono::steady_clock;
-
-// What a caught exception says about which item failed: an ItemError names
-// it; anything else is charged to the task's own item.
-std::string failed_key(const std::exception& e, const std::string& task_key);
-
-// How a call into an operator ended.
-struct Outcome {
-  bool ok = false;
-  std::string error;  // what() of the exception, when not ok
-  std::string key;    // the item it failed on
-  std::int64_t start_ns = 0, end_ns = 0;  // on the run's trace clock
-};
 
 // A source's window of items alive in the pipeline. Touched without the run
 // lock: credits return from whatever thread drops the last item.
@@ -49,11 +44,12 @@ struct SourceWindow {
   std::optional<std::uint64_t> expected;  // guarded by the run lock
 };
 
-struct StageState {
-  workflow::StageNode* node = nullptr;
-  const GpuVariant* gpu = nullptr;  // the operator's GPU variant, if it has one
+// A stage's part in the routing; guarded by the run lock.
+struct StageState : Stage {
+  explicit StageState(workflow::StageNode& n)
+      : Stage(n), open_upstream(n.connected_inputs()),
+        window(n.spec().pattern == Pattern::source ? std::make_unique<SourceWindow>() : nullptr) {}
 
-  // Guarded by RunState::m.
   std::size_t open_upstream = 0;  // input edges whose producer has not closed
   std::size_t active = 0;         // map/sink/reduce tasks queued or running
   bool closed = false;
@@ -65,184 +61,106 @@ struct StageState {
   bool finalized = false;
 
   std::unique_ptr<SourceWindow> window;  // sources only
-
-  // Statistics, updated without the lock (sub-tasks count for their stage).
-  std::atomic<std::uint64_t> tasks_done{0};
-  std::atomic<std::uint64_t> on_gpu{0};
-  std::atomic<std::uint64_t> items_out{0};
-  std::atomic<std::uint64_t> failures{0};
-  std::atomic<std::uint64_t> running{0};
-  std::atomic<std::int64_t> busy_ns{0};
-
-  Pattern pattern() const noexcept { return node->spec().pattern; }
-  const std::string& name() const noexcept { return node->name; }
-  const std::string& op() const noexcept { return node->spec().name; }
-
-  // Calls into an operator, counting it as running and its time as busy,
-  // and turns an exception into a failure charged to `key` (or to the key an
-  // ItemError names).
-  template <class F> Outcome call(const trace::Recorder& clock, const std::string& key, F&& f) {
-    Outcome o{false, {}, key};
-    o.start_ns = clock.now();
-    running.fetch_add(1);
-    try {
-      f();
-      o.ok = true;
-    } catch (const std::exception& e) {
-      o.error = e.what();
-      o.key = failed_key(e, key);
-    }
-    running.fetch_sub(1);
-    o.end_ns = clock.now();
-    busy_ns.fetch_add(o.end_ns - o.start_ns);
-    return o;
-  }
 };
 
-// An operator run as sub-tasks with one set of parameters: a stage node of
-// its own (for contexts and checks) and its GPU variant.
-struct SubOp {
-  workflow::StageNode node;
-  const GpuVariant* gpu = nullptr;
-};
+class RunState {
+public:
+  using Tick = std::function<void(const Progress&)>;
 
-// What a map task's variant produced, ready to route.
-struct Execution {
-  Outcome outcome;
-  Emitted out;
-};
+  RunState(workflow::Graph& graph, RunOptions options, Logger& log);
+  // Stops the workers before anything else goes: queued tasks refer to it.
+  ~RunState();
+  RunState(const RunState&) = delete;
+  RunState& operator=(const RunState&) = delete;
 
-std::uint64_t array_bytes(const Tuple& t);
-// Whether some input array of `t` has no valid copy in `worker`'s memory.
-bool needs_copy(const Tuple& t, int worker);
+  // The steps of a run, in this order.
+  //
+  // Workers, stage states, transfers and trace tracks. Returns the report's
+  // header: the workers, the GPU note and the configuration.
+  RunReport prepare();
+  // Opens every sink, so that an unwritable output fails before any work is
+  // done. False when one could not open: the report says why and is final,
+  // every sink aborted.
+  bool open_sinks(RunReport& report);
+  // Starts the workers. Throws flowd::Error for a resumable run the graph
+  // does not allow (a reduce's partial results are not kept).
+  void start();
+  // Sinks get what earlier runs kept for them (a resumed run), stages
+  // without inputs close, sources begin to emit.
+  void begin();
+  // Returns when every stage has closed, a task failed (without keep-going),
+  // the run is stuck, or it was interrupted; calls `tick` about every
+  // `interval` meanwhile, on this thread.
+  void wait(RunReport& report, const Tick& tick, std::chrono::milliseconds interval);
+  // Stops the workers and ends the sinks: committed if the run succeeded
+  // (failures kept going included), aborted otherwise. Fills in the rest of
+  // the report.
+  void finish(RunReport& report);
 
-struct RunState {
-  RunState(workflow::Graph& g, RunOptions o, Logger& l)
-      : graph(g), opts(std::move(o)), log(l), model(opts.model ? *opts.model : own_model),
-        trace(opts.recorder ? *opts.recorder : own_trace) {}
+private:
+  class StageTask;     // a source, map, sink, reduce or finalize task (stage_tasks.cpp)
+  class RemoteAnswer;  // a cluster's answer to a map task (stage_tasks.cpp)
 
-  workflow::Graph& graph;
-  RunOptions opts;
-  Logger& log;
-  sched::PerfModel own_model;
-  sched::PerfModel& model;
-  trace::Recorder own_trace;
-  trace::Recorder& trace;
-  int window = 0;
-  Clock::time_point started;
-
-  WorkerSet workers;
-  std::unique_ptr<Transfers> transfers;
-  std::map<std::string, double> speedup_factor;  // per operator, for --speedup-error
-  double sim_scale = 1.0;
-
-  std::deque<StageState> stages;  // deque: StageState holds atomics and never moves
-
-  std::mutex sub_ops_m;
-  std::map<std::string, std::unique_ptr<SubOp>> sub_ops;  // by "op\nparams"
-
-  std::mutex m;
-  std::condition_variable cv;
-  std::atomic<bool> stopping{false};
-  std::size_t closed_count = 0;
-  bool interrupted = false;
-  std::vector<TaskFailure> failures;
-  std::set<std::string> failed_keys;
-
-  std::unique_ptr<exec::WorkerPool> pool;  // declared last: stopped before the rest goes
-
-  // --- sources (local_run.cpp) ---------------------------------------------
+  // --- sources (routing.cpp) -------------------------------------------------
   void schedule_source(StageState& s);
   void run_source(StageState& s, sched::TaskEnv& env);
-  CreditPtr take_credit(StageState& s, const std::string& key, bool skipped = false) {
-    s.window->in_flight.fetch_add(1);
-    return std::make_shared<Credit>(s.name(), key, [this, &s, skipped](const Credit& c) {
-      if (opts.checkpoint && !skipped && !c.failed() && !stopping.load()) {
-        try {
-          opts.checkpoint->finish({c.source_stage(), c.key()});
-        } catch (const std::exception& e) {
-          log.warn("[" + c.source_stage() + " " + c.key() + "] not recorded as finished: " + e.what());
-        }
-      }
-      s.window->in_flight.fetch_sub(1);
-      s.window->retired.fetch_add(1);
-      schedule_source(s);
-    });
-  }
+  // A credit of `s`'s window for its item `key`; `skipped`: finished by an
+  // earlier run, so its return records nothing.
+  CreditPtr take_credit(StageState& s, const std::string& key, bool skipped = false);
 
-  // --- setting up (local_run.cpp) -------------------------------------------
-  // Workers, stage states, transfers and trace tracks; then the pool.
-  void setup();
-  void start_pool();
-
-  // --- routing (local_run.cpp; all *_locked run under m) ---------------------
-  // Tasks made ready inside a running task go to its worker (env), which runs
-  // one of them next; elsewhere (main thread, credit returns) to the pool.
-  void submit(sched::TaskPtr t, sched::TaskEnv* env) {
-    if (env) env->spawn(std::move(t));
-    else pool->submit(std::move(t));
-  }
-  // An emitted item as it travels: valid in the memory of the worker that
-  // made it (a GPU-like one) or in host memory.
-  CarriedPtr carry(Item item, std::vector<CreditPtr> credits, const sched::WorkerInfo* made_on) const;
+  // --- routing (routing.cpp; *_locked run under m_) ---------------------------
   void route_locked(StageState& from, Emitted& out, const std::vector<CreditPtr>& credits, sched::TaskEnv* env);
   void route_one_locked(StageState& from, std::size_t port, const CarriedPtr& c, sched::TaskEnv* env);
   void deliver_locked(StageState& to, std::size_t port, const CarriedPtr& c, const std::string& from, sched::TaskEnv* env);
   void dispatch_locked(StageState& s, Tuple t, sched::TaskEnv* env);
-  void task_done_locked(StageState& s, sched::TaskEnv* env) {
-    --s.active;
-    maybe_close_locked(s, env);
-  }
   void maybe_close_locked(StageState& s, sched::TaskEnv* env);
   void fail_locked(StageState& s, const std::string& key, const std::string& message);
 
-  // --- execution (execute.cpp) -----------------------------------------------
-  // Where a map-like task may run and what the model expects of it there.
-  void estimate(const std::string& op, const GpuVariant* gpu, const Tuple& t, sched::Task& task) const;
-  // A task's inputs placed where worker `w` needs them; `scratch` owns any
-  // copies made for it. Items held by other nodes are pulled and checked
-  // against `consumer`'s input types.
-  Inputs place(const Tuple& t, int w, std::vector<Item>& scratch, double& moved,
-               const workflow::StageNode* consumer = nullptr);
-  void prefetch_map(const Tuple& t, const sched::WorkerInfo& w);
-  // Runs a map operator's variant for `env`'s worker on `t`, records it in
-  // the model and the trace (as span `id`, child of `parent`).
-  Execution execute(StageState& stats, const workflow::StageNode& node, const GpuVariant* gpu, const Tuple& t,
-                    sched::TaskEnv& env, std::int64_t id, std::int64_t parent, SubTasks* sub);
+  // --- stage tasks (stage_tasks.cpp) -------------------------------------------
   void run_map(StageState& s, Tuple& t, sched::TaskEnv& env);
-  // A map task with its sub-tasks, as run_map() runs it, without routing.
-  Execution run_map_task(StageState& s, const Tuple& t, sched::TaskEnv& env);
+  void run_sink(StageState& s, sched::TaskEnv& env);
+  void run_reduce(StageState& s, Tuple& t, sched::TaskEnv& env);
+  void run_finalize(StageState& s, sched::TaskEnv& env);
+  // Every stage task ends here: a failure recorded (its inputs' source items
+  // marked failed), the task counted, the stage told it is done.
+  void end_task_locked(StageState& s, const Tuple* t, const Outcome& o, sched::TaskEnv* env);
   // Cluster runs (runtime/remote.hpp): a map task handed to the remote
   // executor, and its answer (on a pool thread).
   void submit_remote_locked(StageState& s, Tuple t);
   void remote_done(StageState& s, const Tuple& t, RemoteResult r);
-  void run_sink(StageState& s, sched::TaskEnv& env);
-  void run_reduce(StageState& s, Tuple& t, sched::TaskEnv& env);
-  void run_finalize(StageState& s, sched::TaskEnv& env);
-  void trace_task(const std::string& op, const std::string& stage, const sched::WorkerInfo& w, const std::string& key,
-                  const char* variant, const Outcome& o, std::int64_t id = -1, std::int64_t parent = -1);
-  // The operator instance and node for sub-task calls of `op` with `params`
-  // from stage `s` (made once per distinct parameters).
-  SubOp& sub_op(const StageState& s, std::string_view op, const Json& params);
 
-  // --- the whole run (local_run.cpp) -----------------------------------------
-  Progress progress_locked() const;
+  // --- the whole run (run_state.cpp) -------------------------------------------
+  void replay_sink_inputs();
+  // Nothing runs, nothing is queued, no source can emit, yet stages are open.
   bool stuck_locked() const;
+  std::string stuck_message_locked() const;
+  void sample_trace(std::unique_lock<std::mutex>& lk);
+  Progress progress_locked() const;
   void finish_sinks(RunReport& report);
   Json config() const;
+  const RunOptions& opts() const noexcept { return runner_.options(); }
+  Logger& log() const noexcept { return runner_.log(); }
+
+  TaskRunner runner_;  // first: the stages' tasks run on it
+  int window_ = 0;     // source items alive at once, per source
+  Clock::time_point started_;
+  std::deque<StageState> stages_;  // deque: StageState holds atomics and never moves
+
+  std::mutex m_;
+  std::condition_variable cv_;
+  std::size_t closed_count_ = 0;
+  bool interrupted_ = false;
+  std::vector<TaskFailure> failures_;
+  std::set<std::string> failed_keys_;
 };
 
-// One task class for every kind of stage work; the state does the work.
-class StageTask final : public sched::Task {
+// One task class for every kind of stage work; the run state does the work.
+class RunState::StageTask final : public sched::Task {
 public:
   enum class Kind { source, map, sink, reduce, finalize };
   StageTask(RunState& st, StageState& s, Kind k, Tuple t = {}) : st_(st), s_(s), kind_(k), tuple_(std::move(t)) {}
   void run(sched::TaskEnv& env) override;
-  // A failed prefetch is not reported: run() places the inputs again and
-  // reports any failure as the task's own.
-  void prefetch(const sched::WorkerInfo& w) override {
-    if (kind_ == Kind::map && sched::is_gpu_like(w.kind)) st_.prefetch_map(tuple_, w);
-  }
+  void prefetch(const sched::WorkerInfo& w) override;
   bool wants_prefetch(const sched::WorkerInfo& w) const override {
     return kind_ == Kind::map && sched::is_gpu_like(w.kind) && needs_copy(tuple_, w.id);
   }

@@ -34,7 +34,7 @@ struct GpuSpec {
 struct RunOptions {
   int cpu_workers = 0;         // 0: one per hardware thread
   GpuSpec gpus;
-  std::string scheduler = "pats";  // pats | fcfs | heft
+  std::string scheduler = "pats";  // one of runtime::schedulers() (schedulers.hpp)
   bool locality = true;        // the data-locality rule on GPUs, continuation on CPUs
   bool prefetch = true;        // GPU-like workers move the next task's inputs during the current one
   std::optional<double> transfer_impact;  // override the measured share of transfer time (DL rule)

@@ -17,10 +17,6 @@
 
 namespace flowd::runtime {
 
-namespace detail {
-struct RunState;
-}
-
 struct HostedResult {
   bool ok = false;
   std::string error;  // when not ok
@@ -53,7 +49,8 @@ public:
   std::vector<sched::WorkerInfo> workers() const;
 
 private:
-  std::unique_ptr<detail::RunState> state_;
+  struct State;  // the task runner and the stages
+  std::unique_ptr<State> state_;
 };
 
 }  // namespace flowd::runtime

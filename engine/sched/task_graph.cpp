@@ -5,8 +5,6 @@
 #include <mutex>
 #include <stdexcept>
 
-#include "exec/worker_pool.hpp"
-
 namespace flowd::sched {
 
 struct TaskGraph::Execution {
@@ -64,7 +62,7 @@ void TaskGraph::precede(NodeId before, NodeId after) {
   ++nodes_[after].predecessors;
 }
 
-void TaskGraph::run(exec::WorkerPool& pool) {
+void TaskGraph::run_via(const Submit& submit) {
   if (nodes_.empty()) return;
   // Kahn's count detects a cycle before anything runs.
   {
@@ -90,7 +88,7 @@ void TaskGraph::run(exec::WorkerPool& pool) {
     nodes_[i].pending.store(nodes_[i].predecessors, std::memory_order_relaxed);
     if (nodes_[i].predecessors == 0) roots.push_back(std::make_unique<NodeTask>(*this, x, i));
   }
-  pool.submit(std::move(roots));
+  submit(std::move(roots));
   {
     std::unique_lock lk(x.m);
     x.done.wait(lk, [&] { return x.finished; });

@@ -1,19 +1,21 @@
 #pragma once
-// A static DAG of callables run on a WorkerPool: the dispatch benchmark's
-// shapes (independent tasks, chains, fork-join) and, later, scan strategies.
+// A static DAG of callables run on workers: the dispatch benchmark's shapes
+// (independent tasks, chains, fork-join) and, later, scan strategies.
 #include <atomic>
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <utility>
 #include <vector>
 
 #include "sched/task.hpp"
 
-namespace flowd::exec {
-class WorkerPool;
-}
-
 namespace flowd::sched {
+
+// Whatever queues tasks for workers (exec::WorkerPool): the scheduler layer
+// decides what runs where and knows no threads, so it names no executor.
+template <class P>
+concept TaskSubmitter = requires(P& p, std::vector<TaskPtr> tasks) { p.submit(std::move(tasks)); };
 
 class TaskGraph {
 public:
@@ -25,12 +27,19 @@ public:
   void precede(NodeId before, NodeId after);
   std::size_t size() const noexcept { return nodes_.size(); }
 
-  // Runs every node once, respecting edges; blocks until done. If a node
-  // throws, nodes depending on it are skipped and the first exception is
-  // rethrown here. Throws std::invalid_argument for a cyclic graph.
-  void run(exec::WorkerPool& pool);
+  // Runs every node once on `pool`'s workers, respecting edges; blocks until
+  // done. If a node throws, nodes depending on it are skipped and the first
+  // exception is rethrown here. Throws std::invalid_argument for a cyclic graph.
+  template <TaskSubmitter P> void run(P& pool) {
+    run_via([&pool](std::vector<TaskPtr> roots) { pool.submit(std::move(roots)); });
+  }
 
 private:
+  using Submit = std::function<void(std::vector<TaskPtr>)>;
+  // run() without the pool's type: `submit` takes the root tasks; later ones
+  // are spawned by the tasks that make them ready.
+  void run_via(const Submit& submit);
+
   struct Node {
     Fn fn;
     KindMask runs_on;

@@ -129,7 +129,7 @@ TEST(Runtime, AJoinThatCanNeverProgressIsDetectedNotHung) {
     "sink": {"op": "test.record", "inputs": {"in": "pair.out"}, "params": {"path": ")" + (dir / "o.txt").string() + R"("}}
   }})";
   auto g = test::graph(json);
-  runtime::LocalRun run(g, workers(2, 2), test::quiet_log());
+  runtime::Run run(g, workers(2, 2), test::quiet_log());
   auto r = run.execute({}, std::chrono::milliseconds(20));
   EXPECT_EQ(r.status, RunStatus::failed);
   EXPECT_NE(r.error.find("cannot make progress"), std::string::npos) << r.error;
@@ -236,7 +236,7 @@ TEST(Runtime, AnInterruptStopsCleanlyWithoutOutput) {
   std::atomic<bool> stop{false};
   runtime::RunOptions o = workers(2);
   o.interrupt = &stop;
-  runtime::LocalRun run(g, o, test::quiet_log());
+  runtime::Run run(g, o, test::quiet_log());
   std::thread t([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(150));
     stop = true;
@@ -251,7 +251,7 @@ TEST(Runtime, AnInterruptStopsCleanlyWithoutOutput) {
 TEST(Runtime, ProgressReportsExpectedAndRetiredItems) {
   const auto dir = test::scratch();
   auto g = test::graph(chain("", R"("sleep_ms": 5)", (dir / "o.txt").string(), 30));
-  runtime::LocalRun run(g, workers(2), test::quiet_log());
+  runtime::Run run(g, workers(2), test::quiet_log());
   std::vector<runtime::Progress> ticks;
   auto r = run.execute([&](const runtime::Progress& p) { ticks.push_back(p); }, std::chrono::milliseconds(10));
   ASSERT_EQ(r.status, RunStatus::succeeded);

@@ -1,6 +1,7 @@
 // Two-level dataflow: an operator's sub-tasks go through the run's queue, run
-// with the picked worker's variant, chain through SubRef, fail as a unit and
-// appear in the trace as children of their stage task.
+// with the picked worker's variant, chain through SubRef (by output port
+// name), fail as a unit and appear in the trace as children of their stage
+// task.
 #include <gtest/gtest.h>
 
 #include <future>
@@ -33,7 +34,7 @@ runtime::RunOptions options(int cpus, const std::string& gpus = "none", trace::R
 // Runs on another thread so that a regression fails instead of hanging ctest.
 runtime::RunReport run_guarded(const std::string& json, runtime::RunOptions o) {
   auto g = test::graph(json);
-  runtime::LocalRun run(g, std::move(o), test::quiet_log());
+  runtime::Run run(g, std::move(o), test::quiet_log());
   auto f = std::async(std::launch::async, [&] { return run.execute(); });
   if (f.wait_for(std::chrono::seconds(60)) != std::future_status::ready) {
     ADD_FAILURE() << "run did not finish in 60 s";
@@ -142,6 +143,20 @@ TEST(SubTasks, AReferenceToACallNotMadeYetIsRefused) {
   ASSERT_FALSE(r.failures.empty());
   EXPECT_NE(r.failures[0].message.find("input refers to call 8, which does not exist yet"), std::string::npos)
       << r.failures[0].message;
+}
+
+TEST(SubTasks, AReferenceToAnUnknownOutputPortIsRefusedNamingThePorts) {
+  const auto dir = test::scratch();
+  auto r = run_guarded(fanout(R"("calls": 3, "chain": true, "ref_port": "result")", (dir / "o.txt").string(), 2),
+                       options(2));
+  EXPECT_EQ(r.status, RunStatus::failed);
+  ASSERT_FALSE(r.failures.empty());
+  EXPECT_EQ(r.failures[0].stage, "fan");
+  EXPECT_NE(r.failures[0].message.find(
+                "sub-task test.double: call 0 (test.double) has no output port 'result'; its output ports: out"),
+            std::string::npos)
+      << r.failures[0].message;
+  EXPECT_FALSE(std::filesystem::exists(dir / "o.txt"));
 }
 
 TEST(SubTasks, UsesAreListedByInspectAndOpenedAtValidation) {

@@ -17,7 +17,7 @@ runtime::RunReport run(const std::string& json, bool keep_going = false) {
   o.cpu_workers = 2;
   o.keep_going = keep_going;
   o.provenance = runtime::make_provenance(g, {"flowd", "test.json"});
-  runtime::LocalRun r(g, std::move(o), test::quiet_log());
+  runtime::Run r(g, std::move(o), test::quiet_log());
   return r.execute();
 }
 

@@ -276,20 +276,23 @@ private:
 // A two-level task: runs `calls` sub-tasks of test.double on i, i+1, ... (or,
 // with chain, each on the previous one's output) and emits the sum of their
 // results (with chain, the last one's). Call `fail_call` runs test.step told
-// to fail instead; `op` names the operator of every call (to test refusals)
-// and `ref` makes the last call read a call that does not exist.
+// to fail instead; `op` names the operator of every call (to test refusals),
+// `bad_ref` makes the last call read a call that does not exist and
+// `ref_port` names the output port chained calls read.
 class Fanout final : public Map {
 public:
   static OperatorSpec spec() {
     return {.name = "test.fanout", .doc = "Sub-tasks.", .inputs = {{"in", "json", ""}}, .outputs = {{"out", "json", ""}},
             .params = {ParamSpec::integer("calls", 4).at_least(1), ParamSpec::boolean("chain", false),
                        ParamSpec::integer("fail_call", -1), ParamSpec::string("op", "test.double"),
-                       ParamSpec::number("cost_ms", 0).at_least(0), ParamSpec::boolean("bad_ref", false)},
+                       ParamSpec::number("cost_ms", 0).at_least(0), ParamSpec::boolean("bad_ref", false),
+                       ParamSpec::string("ref_port", "out")},
             .uses = {"test.double", "test.step"}};
   }
   explicit Fanout(const Params& p)
       : calls_(p.get<std::int64_t>("calls")), fail_call_(p.get<std::int64_t>("fail_call")), chain_(p.get<bool>("chain")),
-        bad_ref_(p.get<bool>("bad_ref")), op_(p.get<std::string>("op")), cost_ms_(p.get<double>("cost_ms")) {}
+        bad_ref_(p.get<bool>("bad_ref")), op_(p.get<std::string>("op")), cost_ms_(p.get<double>("cost_ms")),
+        ref_port_(p.get<std::string>("ref_port")) {}
   void cpu(MapContext& ctx) const override {
     const Item& in = ctx.input(0);
     const std::int64_t i = in.json()["i"].get<std::int64_t>();
@@ -298,8 +301,8 @@ public:
     for (std::int64_t k = 0; k < calls_; ++k) {
       SubInput arg = Item{in.meta, Value(Json{{"i", i + k}})};
       std::get<Item>(arg).meta.key = in.meta.key + "/" + std::to_string(k);
-      if (chain_ && k > 0) arg = SubRef{calls.back(), 0};
-      if (bad_ref_ && k == calls_ - 1) arg = SubRef{static_cast<std::size_t>(calls_ + 5), 0};
+      if (chain_ && k > 0) arg = SubRef{calls.back(), ref_port_};
+      if (bad_ref_ && k == calls_ - 1) arg = SubRef{static_cast<std::size_t>(calls_ + 5), "out"};
       if (k == fail_call_)
         // The key the failing call sees: a chained call gets call 0's output.
         calls.push_back(sub.call("test.step", {{"fail_key", in.meta.key + "/" + std::to_string(chain_ ? 0 : k)}},
@@ -309,9 +312,9 @@ public:
     }
     sub.wait();
     std::int64_t total = 0;
-    if (chain_) total = sub.result(calls.back()).json()["i"].get<std::int64_t>();
+    if (chain_) total = sub.result(calls.back(), "out").json()["i"].get<std::int64_t>();
     else
-      for (std::size_t c : calls) total += sub.result(c).json()["i"].get<std::int64_t>();
+      for (std::size_t c : calls) total += sub.result(c, "out").json()["i"].get<std::int64_t>();
     ctx.emit("out", Value(Json{{"i", total}}));
   }
 
@@ -320,6 +323,7 @@ private:
   bool chain_, bad_ref_;
   std::string op_;
   double cost_ms_;
+  std::string ref_port_;
 };
 
 // Passes its input on unchanged; its speedup hint makes simulated GPUs

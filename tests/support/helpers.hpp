@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "plugin/registry.hpp"
-#include "runtime/local_run.hpp"
+#include "runtime/run.hpp"
 #include "util/log.hpp"
 #include "workflow/validate.hpp"
 
@@ -51,7 +51,7 @@ inline workflow::Graph graph(const std::string& json, std::vector<workflow::Over
 
 inline runtime::RunReport run(const std::string& json, runtime::RunOptions opts = {}) {
   auto g = graph(json);
-  runtime::LocalRun run(g, std::move(opts), quiet_log());
+  runtime::Run run(g, std::move(opts), quiet_log());
   return run.execute();
 }
 

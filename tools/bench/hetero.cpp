@@ -23,7 +23,7 @@
 
 #include "bench_common.hpp"
 #include "plugin/registry.hpp"
-#include "runtime/local_run.hpp"
+#include "runtime/run.hpp"
 #include "util/log.hpp"
 #include "workflow/validate.hpp"
 
@@ -84,7 +84,7 @@ Outcome run_once(plugin::Registry& reg, Logger& log, const Setup& s, const Confi
   o.commit = false;  // nothing written: the experiment is the schedule
   trace::Recorder rec(true);
   o.recorder = &rec;
-  runtime::LocalRun run(g, o, log);
+  runtime::Run run(g, o, log);
   const auto t0 = bench::Clock::now();
   const auto report = run.execute();
   Outcome out;

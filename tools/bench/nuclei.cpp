@@ -24,7 +24,7 @@
 #include "bench_common.hpp"
 #include "features/features.hpp"
 #include "hne/generate.hpp"
-#include "runtime/local_run.hpp"
+#include "runtime/run.hpp"
 #include "score/score.hpp"
 #include "segment/pipeline.hpp"
 #include "workflow/validate.hpp"
@@ -161,7 +161,7 @@ int overhead(int size, int repeat) {
     runtime::RunOptions o;
     o.cpu_workers = 1;
     o.gpus = runtime::GpuSpec::parse("none");
-    runtime::LocalRun run(g, o, log);
+    runtime::Run run(g, o, log);
     runtime::RunReport rep;
     const auto b = bench::measure([&] { rep = run.execute(); });
     if (rep.status != runtime::RunStatus::succeeded) throw Error("the flowd run failed: " + rep.error);

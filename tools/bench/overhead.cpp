@@ -14,7 +14,7 @@
 
 #include "bench_common.hpp"
 #include "runtime/harness.hpp"
-#include "runtime/local_run.hpp"
+#include "runtime/run.hpp"
 #include "workflow/validate.hpp"
 
 using namespace flowd;
@@ -68,7 +68,7 @@ bench::Timing through_flowd(plugin::Registry& reg, Logger& log, const Case& c, i
   runtime::RunOptions o;
   o.cpu_workers = workers;
   o.max_in_flight = window;
-  runtime::LocalRun run(g, o, log);
+  runtime::Run run(g, o, log);
   runtime::RunReport r;
   const auto t = bench::measure([&] { r = run.execute(); });
   if (r.status != runtime::RunStatus::succeeded) throw Error("the flowd run failed");

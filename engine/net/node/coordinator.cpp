@@ -1,5 +1,5 @@
 // The coordinator's public face: binding its sockets and starting the socket
-// thread, and what the run (LocalRun) calls: submit, drain, finish. The rest
+// thread, and what the run (runtime::Run) calls: submit, drain, finish. The rest
 // lives in the files coordinator_state.hpp lists.
 #include "net/node/coordinator.hpp"
 

@@ -1,6 +1,6 @@
 #pragma once
 // The coordinator of a cluster run (docs/cluster.md "Runtime protocol"): the
-// RemoteExecutor through which a LocalRun sends its map tasks to worker
+// RemoteExecutor through which a runtime::Run sends its map tasks to worker
 // nodes. It binds three sockets under one CURVE server key (or none, on
 // loopback): membership (hello/welcome/heartbeats), the task channel
 // (registration, request_work, assign_task, task_done, steals, releases)

@@ -35,7 +35,7 @@ struct RunConfig {
 struct Registration {
   std::uint32_t worker_id = 0;     // from the membership welcome
   std::string server_public_key;   // Z85 of the worker's item-server key; "" without CURVE
-  Json labels = Json::object();    // the node's labels (cluster/labels.hpp node form)
+  Json labels = Json::object();    // the node's labels (workflow/labels.hpp node form)
   std::map<std::string, std::string> unavailable;  // stage -> why this node cannot run it
   Json to_json() const;
   static Registration from_json(const Json& j);

@@ -54,7 +54,7 @@ struct WorkerNodeOptions {
   // Extra tasks asked for beyond free slots (-1: as many as slots). They
   // wait unstarted, and are what other nodes may steal.
   int lookahead = -1;
-  Json labels = Json::object();  // node labels (cluster/labels.hpp node form), sent in hello and Registration
+  Json labels = Json::object();  // node labels (workflow/labels.hpp node form), sent in hello and Registration
   // Builds the plugin registry (the CLI: its -P first, then the run's
   // plugin path, which is passed here). Required.
   std::function<plugin::Registry(const std::vector<std::filesystem::path>& extra_plugin_path)> make_registry;

@@ -13,7 +13,8 @@
 namespace flowd {
 
 // 2: GPU variants (gpu.hpp), Context::simulate_compute.
-inline constexpr std::uint32_t abi_version = 2;
+// 3: sub-task output ports by name (SubRef::port, SubTasks::result).
+inline constexpr std::uint32_t abi_version = 3;
 
 inline std::string abi_fingerprint() {
   std::string s;

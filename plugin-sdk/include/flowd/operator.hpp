@@ -113,10 +113,13 @@ protected:
   }
 };
 
-// An output of an earlier sub-task call, as the input of a later one.
+// An output of an earlier sub-task call, as the input of a later one: the
+// call's index and the name of one of its operator's output ports
+// (SubRef{pre, "markers"}). Names, because a port's index is an accident of
+// the order its operator's spec lists them in.
 struct SubRef {
   std::size_t call = 0;
-  std::size_t port = 0;
+  std::string port;
 };
 using SubInput = std::variant<Item, SubRef>;
 
@@ -131,14 +134,15 @@ public:
   virtual ~SubTasks() = default;
   // Queues a call of `op` with `params` (validated like a stage's) on one
   // input per input port; returns its index. Throws flowd::Error for an
-  // operator not in `uses` or bad parameters.
+  // operator not in `uses`, bad parameters, or a SubRef to a call not made
+  // yet or to an output port its operator does not declare.
   virtual std::size_t call(std::string_view op, const Json& params, std::vector<SubInput> inputs) = 0;
   // Returns when every call so far has run; the worker runs other ready tasks
   // meanwhile. Throws the first failure ("sub-task N (op) on key: what").
   virtual void wait() = 0;
-  // What call `call` emitted on `port` (the first item), in host memory.
-  // Valid after wait().
-  virtual const Item& result(std::size_t call, std::size_t port = 0) = 0;
+  // What call `call` emitted on its output port `port` (the first item), in
+  // host memory. Valid after wait().
+  virtual const Item& result(std::size_t call, std::string_view port) = 0;
 };
 
 // Adds emission of items on output ports. An item emitted by a map task

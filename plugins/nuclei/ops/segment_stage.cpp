@@ -68,24 +68,26 @@ void SegmentStage::cpu(MapContext& ctx) const {
   const std::size_t rbc = sub.call("nuclei.rbc", {{"rg", params_.rbc_rg}, {"rb", params_.rbc_rb}, {"level", level}},
                                    {image});
   const std::size_t haem = sub.call("nuclei.deconvolve", {{"stain", "haematoxylin"}, {"od_max", d.od_max}},
-                                    {image, SubRef{tissue, 0}, SubRef{rbc, 0}});
+                                    {image, SubRef{tissue, "mask"}, SubRef{rbc, "mask"}});
   sub.wait();
-  d.threshold = nuclear_threshold(as_mat(sub.result(haem).array()), as_mat(sub.result(tissue).array()),
-                                  as_mat(sub.result(rbc).array()), params_.threshold_frac);
+  d.threshold = nuclear_threshold(as_mat(sub.result(haem, "stain").array()), as_mat(sub.result(tissue, "mask").array()),
+                                  as_mat(sub.result(rbc, "mask").array()), params_.threshold_frac);
 
-  const std::size_t opened = sub.call("nuclei.open", {{"radius", d.open_radius}}, {SubRef{haem, 0}});
+  const std::size_t opened = sub.call("nuclei.open", {{"radius", d.open_radius}}, {SubRef{haem, "stain"}});
   const std::size_t nuclei =
-      sub.call("nuclei.reconstruct", {{"threshold", d.threshold}}, {SubRef{opened, 0}, SubRef{haem, 0}});
+      sub.call("nuclei.reconstruct", {{"threshold", d.threshold}}, {SubRef{opened, "image"}, SubRef{haem, "stain"}});
   const std::size_t sized = sub.call("nuclei.area_threshold", {{"min_area", d.min_area}, {"max_area", 0}},
-                                     {SubRef{nuclei, 0}});
-  const std::size_t filled = sub.call("nuclei.fill_holes", {{"max_hole_area", d.max_hole_area}}, {SubRef{sized, 0}});
-  const std::size_t pre = sub.call("nuclei.prewatershed", {{"h", d.h}}, {SubRef{filled, 0}});
+                                     {SubRef{nuclei, "image"}});
+  const std::size_t filled = sub.call("nuclei.fill_holes", {{"max_hole_area", d.max_hole_area}},
+                                      {SubRef{sized, "mask"}});
+  const std::size_t pre = sub.call("nuclei.prewatershed", {{"h", d.h}}, {SubRef{filled, "mask"}});
   const std::size_t split =
-      sub.call("nuclei.watershed", Json::object(), {SubRef{pre, 0}, SubRef{pre, 1}, SubRef{filled, 0}});
-  const std::size_t labels = sub.call("nuclei.relabel", {{"min_area", d.min_area}}, {SubRef{split, 0}});
+      sub.call("nuclei.watershed", Json::object(),
+               {SubRef{pre, "distance"}, SubRef{pre, "markers"}, SubRef{filled, "mask"}});
+  const std::size_t labels = sub.call("nuclei.relabel", {{"min_area", d.min_area}}, {SubRef{split, "labels"}});
   sub.wait();
 
-  Item out{image.meta, sub.result(labels).value};
+  Item out{image.meta, sub.result(labels, "labels").value};
   out.meta.attrs["mpp"] = d.mpp;
   ctx.emit("labels", std::move(out));
 }

@@ -1,5 +1,7 @@
 #pragma once
-// Runs a validated graph in this process.
+// Runs a validated graph: in this process, or as a cluster's coordinator when
+// RunOptions::remote is set (map stages the cluster takes run on worker
+// nodes; sources, routing, joins, reduces and sinks stay here).
 //
 // Items stream: every source item becomes tasks stage by stage, so item n can
 // be in stage 2 while item n+1 is in stage 1. A source emits only while fewer
@@ -18,15 +20,15 @@
 namespace flowd::runtime {
 
 namespace detail {
-struct RunState;
+class RunState;
 }
 
-class LocalRun {
+class Run {
 public:
-  LocalRun(workflow::Graph& graph, RunOptions options, Logger& log);
-  ~LocalRun();
-  LocalRun(const LocalRun&) = delete;
-  LocalRun& operator=(const LocalRun&) = delete;
+  Run(workflow::Graph& graph, RunOptions options, Logger& log);
+  ~Run();
+  Run(const Run&) = delete;
+  Run& operator=(const Run&) = delete;
 
   using Tick = std::function<void(const Progress&)>;
   // Runs to completion (or failure, or interrupt). `tick` is called from

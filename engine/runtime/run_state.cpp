@@ -1,0 +1,270 @@
+// The steps of a whole run, from preparing the workers to ending the sinks.
+#include "runtime/run_state.hpp"
+
+#include <algorithm>
+
+#include "runtime/checkpoint.hpp"
+#include "runtime/remote.hpp"
+#include "util/text.hpp"
+
+namespace flowd::runtime::detail {
+
+RunState::RunState(workflow::Graph& graph, RunOptions options, Logger& log)
+    : runner_(graph, std::move(options), log) {}
+
+RunState::~RunState() { runner_.stop_workers(); }
+
+RunReport RunState::prepare() {
+  started_ = Clock::now();
+  runner_.prepare();
+  const WorkerSet& workers = runner_.workers();
+  window_ = opts().max_in_flight > 0 ? opts().max_in_flight : 2 * static_cast<int>(workers.workers.size());
+  for (auto& node : runner_.graph().stages) stages_.emplace_back(node);
+  RunReport report;
+  report.workers = workers.workers;
+  report.gpu_note = workers.gpu_note;
+  report.config = config();
+  return report;
+}
+
+bool RunState::open_sinks(RunReport& report) {
+  for (auto& s : stages_) {
+    if (s.pattern() != Pattern::sink) continue;
+    SinkContextImpl ctx(*s.node, nullptr, log(), runner_.stop_flag(), opts().provenance);
+    try {
+      static_cast<Sink&>(*s.node->op).open(ctx);
+    } catch (const std::exception& e) {
+      report.failures.push_back({s.name(), "", e.what()});
+      report.status = RunStatus::failed;
+      report.error = "stage '" + s.name() + "' could not open its output: " + e.what();
+      log().error(report.error);
+      finish_sinks(report);  // status failed: every sink aborts, in reverse order
+      report.final = progress_locked();
+      return false;
+    }
+  }
+  return true;
+}
+
+void RunState::start() {
+  if (opts().checkpoint)
+    for (const auto& s : stages_)
+      if (s.pattern() == Pattern::reduce)
+        throw Error("stage '" + s.name() + "' is a reduce: its partial results are not kept, so this run cannot be "
+                    "journalled or resumed (--journal/--resume)");
+  runner_.start();
+}
+
+void RunState::begin() {
+  if (opts().checkpoint) replay_sink_inputs();
+  {
+    std::lock_guard lk(m_);
+    for (auto& s : stages_)
+      if (s.pattern() != Pattern::source && s.open_upstream == 0) maybe_close_locked(s, nullptr);
+  }
+  for (auto& s : stages_)
+    if (s.window) schedule_source(s);
+}
+
+// What earlier runs gave the sinks for finished items, before any source runs.
+void RunState::replay_sink_inputs() {
+  std::uint64_t replayed = 0;
+  std::lock_guard lk(m_);
+  for (auto& s : stages_) {
+    if (s.pattern() != Pattern::sink) continue;
+    for (auto& items : opts().checkpoint->replay(s.name())) {
+      Tuple t;
+      t.replayed = true;
+      t.ports.resize(s.node->inputs.size());
+      for (std::size_t p = 0; p < items.size() && p < t.ports.size(); ++p)
+        if (items[p]) {
+          if (t.key.empty()) t.key = items[p]->meta.key;
+          t.ports[p] = runner_.carry(std::move(*items[p]), {}, nullptr);
+        }
+      dispatch_locked(s, std::move(t), nullptr);
+      ++replayed;
+    }
+  }
+  if (replayed) log().info("resuming: " + std::to_string(replayed) + " sink inputs kept by earlier runs replayed");
+}
+
+void RunState::wait(RunReport& report, const Tick& tick, std::chrono::milliseconds interval) {
+  // With a trace, the queue is sampled often enough to draw.
+  const auto poll = runner_.trace().enabled() ? std::min(interval, std::chrono::milliseconds(20)) : interval;
+  auto next_tick = Clock::now();
+  std::unique_lock lk(m_);
+  int stuck_ticks = 0;
+  while (closed_count_ < stages_.size() && !runner_.stopping()) {
+    cv_.wait_for(lk, poll);
+    if (opts().interrupt && opts().interrupt->load()) {
+      interrupted_ = true;
+      runner_.set_stopping();
+      log().warn("interrupted: stopping after the running tasks; no output will be written");
+      break;
+    }
+    if (stuck_locked() && ++stuck_ticks >= 2) {
+      report.error = stuck_message_locked();
+      log().error(report.error);
+      runner_.set_stopping();
+      break;
+    }
+    if (!stuck_locked()) stuck_ticks = 0;
+    if (runner_.trace().enabled()) sample_trace(lk);
+    if (tick && Clock::now() >= next_tick) {
+      next_tick = Clock::now() + interval;
+      Progress p = progress_locked();
+      lk.unlock();
+      tick(p);
+      lk.lock();
+    }
+  }
+}
+
+void RunState::finish(RunReport& report) {
+  // No answer from the cluster after this: what is still out is abandoned.
+  if (opts().remote) opts().remote->drain();
+  runner_.wait_idle();
+  runner_.stop_workers();
+  {
+    std::lock_guard lk(m_);
+    for (auto& s : stages_) {
+      s.joins.clear();
+      s.backlog.clear();
+    }
+    report.failures = failures_;
+  }
+  if (interrupted_) report.status = RunStatus::interrupted;
+  else if (runner_.stopping()) report.status = RunStatus::failed;
+  else if (!failures_.empty()) report.status = RunStatus::completed_with_failures;
+  finish_sinks(report);
+  if (opts().checkpoint) {
+    std::uint64_t skipped = 0;
+    {
+      std::lock_guard lk(m_);
+      for (const auto& s : stages_)
+        if (s.window) skipped += s.window->skipped;
+    }
+    if (skipped) log().info("resuming: " + std::to_string(skipped) + " source items finished by earlier runs were skipped");
+  }
+  report.bytes_to_devices = runner_.bytes_to_devices();
+  report.bytes_to_host = runner_.bytes_to_host();
+  std::lock_guard lk(m_);
+  report.final = progress_locked();
+}
+
+// E.g. two sources emitting keys in different orders with a small window:
+// items wait for partners that can never come.
+bool RunState::stuck_locked() const {
+  if (closed_count_ == stages_.size() || runner_.stopping()) return false;
+  for (const auto& s : stages_) {
+    if (s.active > 0) return false;
+    if (s.window && (s.window->scheduled.load() || (!s.window->exhausted.load() && s.window->in_flight.load() < window_)))
+      return false;
+  }
+  return true;
+}
+
+std::string RunState::stuck_message_locked() const {
+  std::vector<std::string> waiting;
+  for (const auto& s : stages_)
+    if (!s.joins.empty()) waiting.push_back(s.name() + " (" + std::to_string(s.joins.size()) + " items)");
+  return "the run cannot make progress: " +
+         (waiting.empty() ? std::string("no stage can run") : "items wait for key partners in " + join(waiting, ", ")) +
+         " while every source has max_in_flight=" + std::to_string(window_) +
+         " items alive; sources feeding one stage must emit keys in compatible orders, or raise --max-in-flight";
+}
+
+void RunState::sample_trace(std::unique_lock<std::mutex>& lk) {
+  lk.unlock();
+  runner_.trace().counter("ready tasks", static_cast<double>(runner_.queued()));
+  lk.lock();
+  std::uint64_t alive = 0;
+  for (const auto& s : stages_)
+    if (s.window) alive += static_cast<std::uint64_t>(std::max(0, s.window->in_flight.load()));
+  runner_.trace().counter("items in flight", static_cast<double>(alive));
+}
+
+Progress RunState::progress_locked() const {
+  Progress p;
+  p.elapsed = Clock::now() - started_;
+  bool all_known = true;
+  std::uint64_t expected = 0;
+  for (const auto& s : stages_) {
+    StageProgress sp;
+    sp.name = s.name();
+    sp.op = s.op();
+    sp.tasks_done = s.tasks_done.load();
+    sp.on_gpu = s.on_gpu.load();
+    sp.items_out = s.items_out.load();
+    sp.failures = s.failures.load();
+    sp.running = s.running.load();
+    sp.busy_seconds = static_cast<double>(s.busy_ns.load()) * 1e-9;
+    sp.closed = s.closed;
+    p.stages.push_back(std::move(sp));
+    if (s.window) {
+      p.source_items += s.window->emitted.load();
+      p.retired_items += s.window->retired.load();
+      if (s.window->exhausted.load()) expected += s.window->emitted.load();
+      else if (s.window->expected) expected += *s.window->expected;
+      else all_known = false;
+    }
+  }
+  if (all_known) p.expected_items = expected;
+  return p;
+}
+
+// Sinks commit in stage order; they abort in reverse order, so a sink that
+// made a directory another sink wrote into removes it after that one is gone.
+void RunState::finish_sinks(RunReport& report) {
+  std::vector<StageState*> sinks;
+  for (auto& s : stages_)
+    if (s.pattern() == Pattern::sink) sinks.push_back(&s);
+  auto abort_from = [&](std::size_t first) {
+    for (std::size_t i = sinks.size(); i-- > first;) static_cast<Sink&>(*sinks[i]->node->op).abort();
+  };
+  if (!opts().commit || (report.status != RunStatus::succeeded && report.status != RunStatus::completed_with_failures)) {
+    abort_from(0);
+    return;
+  }
+  for (std::size_t i = 0; i < sinks.size(); ++i) {
+    StageState& s = *sinks[i];
+    SinkContextImpl ctx(*s.node, nullptr, log(), runner_.stop_flag(), opts().provenance);
+    try {
+      static_cast<Sink&>(*s.node->op).commit(ctx);
+    } catch (const std::exception& e) {
+      report.status = RunStatus::failed;
+      report.error = "stage '" + s.name() + "' could not commit its output: " + e.what();
+      log().error(report.error);
+      abort_from(i);  // this one and the ones not committed yet; those committed stay
+      return;
+    }
+  }
+}
+
+Json RunState::config() const {
+  const WorkerSet& workers = runner_.workers();
+  Json workers_json = Json::array();
+  for (const auto& w : workers.workers) {
+    const char* kind = w.kind == sched::WorkerKind::cpu ? "cpu" : w.kind == sched::WorkerKind::gpu ? "gpu" : "sim_gpu";
+    Json j = {{"name", w.name}, {"kind", kind}};
+    if (const auto& d = workers.devices[static_cast<std::size_t>(w.id)]) j["device"] = d->name();
+    workers_json.push_back(std::move(j));
+  }
+  Json c = {{"workflow", runner_.graph().workflow.name},
+            {"scheduler", opts().scheduler},
+            {"locality", opts().locality},
+            {"prefetch", opts().prefetch},
+            {"gpus", opts().gpus.str()},
+            {"gpu_note", workers.gpu_note},
+            {"simulated_gpus", workers.simulated},
+            {"workers", std::move(workers_json)},
+            {"max_in_flight", window_}};
+  if (workers.simulated) c["sim_bandwidth_gb_s"] = opts().sim_bandwidth / 1e9;
+  if (opts().speedup_error > 0) c["speedup_error"] = opts().speedup_error;
+  c["transfer_impact"] = opts().transfer_impact.value_or(runner_.model().transfer_impact());
+  for (const char* k : {"flowd_version", "workflow_sha256", "command", "created", "host"})
+    if (opts().provenance.contains(k)) c[k] = opts().provenance[k];
+  return c;
+}
+
+}  // namespace flowd::runtime::detail
