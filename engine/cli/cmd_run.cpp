@@ -60,11 +60,19 @@ struct ExecOptions {
   bool no_perf_model = false;
 };
 
+// "pats (default), fcfs, heft", from the runtime's list.
+std::string scheduler_help() {
+  std::string names;
+  for (const auto name : runtime::schedulers())
+    names += (names.empty() ? std::string(name) + " (default)" : ", " + std::string(name));
+  return "ready-queue policy: " + names;
+}
+
 void add_exec(po::options_description& d, ExecOptions& o) {
   d.add_options()
       ("cpu,j", po::value(&o.cpu), "CPU worker threads (default: the workflow's run.cpu, else all cores)")
       ("gpu", po::value(&o.gpu), "GPU workers: none, all, a count, or sim:N[:scale] for N simulated GPUs (default: run.gpu, else all)")
-      ("scheduler", po::value(&o.scheduler), "ready-queue policy: pats (default), fcfs, heft")
+      ("scheduler", po::value(&o.scheduler), scheduler_help().c_str())
       ("locality", po::value(&o.locality), "on|off: data-locality rule on GPUs, dependents first on CPUs (default on)")
       ("prefetch", po::value(&o.prefetch), "on|off: GPUs move the next task's inputs during the current one (default on)")
       ("transfer-impact", po::value(&o.transfer_impact), "share of transfer time in a GPU task, for the locality rule (default: measured)")

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The Constellation label experiment in miniature (docs/benchmarks.md §7;
-# shared/papers/constellation.md: 1942 / 1721 / 1774 / 1416 s for anywhere,
+# the Constellation paper, Maassen et al.: 1942 / 1721 / 1774 / 1416 s for anywhere,
 # anywhere sorted by size, location sorted, location sorted + anywhere).
 #
 # Four sites, one worker node each (--label site:X, one thread), joined by
