@@ -649,7 +649,10 @@ TEST(WorkerNode, LostCoordinatorEndsRunWithThree) {
     if (zmq::poll(&item, 1, std::chrono::milliseconds(wait)) != 1) return;
     auto frames = zio::receive(fake);
     if (frames.size() < 2) return;
-    auto m = wire::encode(1, wire::Welcome{5, 50, coord.config});
+    // 250 ms heartbeats, never sent: the node declares the coordinator lost
+    // after its missed-heartbeat window, long enough that a slow join on a
+    // loaded machine still registers (sends hello) first.
+    auto m = wire::encode(1, wire::Welcome{5, 250, coord.config});
     if (m) (void)zio::send(fake, frames[0].to_string(), *m, false);
   });
   LogFile log(test::scratch() / "worker.log");
