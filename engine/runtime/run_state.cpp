@@ -190,17 +190,15 @@ Progress RunState::progress_locked() const {
   bool all_known = true;
   std::uint64_t expected = 0;
   for (const auto& s : stages_) {
-    StageProgress sp;
-    sp.name = s.name();
-    sp.op = s.op();
-    sp.tasks_done = s.tasks_done.load();
-    sp.on_gpu = s.on_gpu.load();
-    sp.items_out = s.items_out.load();
-    sp.failures = s.failures.load();
-    sp.running = s.running.load();
-    sp.busy_seconds = static_cast<double>(s.busy_ns.load()) * 1e-9;
-    sp.closed = s.closed;
-    p.stages.push_back(std::move(sp));
+    p.stages.push_back(StageProgress{.name = s.name(),
+                                     .op = s.op(),
+                                     .tasks_done = s.tasks_done.load(),
+                                     .on_gpu = s.on_gpu.load(),
+                                     .items_out = s.items_out.load(),
+                                     .failures = s.failures.load(),
+                                     .running = s.running.load(),
+                                     .busy_seconds = static_cast<double>(s.busy_ns.load()) * 1e-9,
+                                     .closed = s.closed});
     if (s.window) {
       p.source_items += s.window->emitted.load();
       p.retired_items += s.window->retired.load();
