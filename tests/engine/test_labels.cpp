@@ -6,19 +6,15 @@
 #include <nlohmann/json.hpp>
 
 #include "workflow/labels.hpp"
+#include "support/labels.hpp"
 
 namespace cl = flowd::workflow;
 using nlohmann::json;
 
 namespace {
 
-cl::StageLabels stage(const char* text) {
-  auto p = cl::parse_stage_labels(json::parse(text), "/stages/0/labels");
-  EXPECT_TRUE(p.ok()) << text << ": " << (p.errors.empty() ? "" : p.errors[0].pointer + " " + p.errors[0].message);
-  return p.value;
-}
-
-cl::NodeLabels node(std::vector<std::string> names, std::int64_t rank = 0) { return {std::move(names), rank}; }
+using flowd::test::stage_labels;
+using flowd::test::node_labels;
 
 // pointer -> message, to assert on both.
 std::vector<std::pair<std::string, std::string>> stage_errors(const char* text) {
@@ -41,7 +37,7 @@ TEST(LabelsParse, NodeForms) {
   ASSERT_TRUE(p.ok());
   EXPECT_EQ(p.value.rank, 8);
   EXPECT_EQ(cl::site_of(p.value), std::nullopt);
-  EXPECT_EQ(cl::site_of(node({"gpu", "site:delft"})), "delft");
+  EXPECT_EQ(cl::site_of(node_labels({"gpu", "site:delft"})), "delft");
 }
 
 TEST(LabelsParse, NodeErrorsAtPointers) {
@@ -65,7 +61,7 @@ TEST(LabelsParse, NodeErrorsAtPointers) {
 }
 
 TEST(LabelsParse, StageForms) {
-  const auto s = stage(R"({"all": ["gpu"], "any": ["cuda", "rocm"], "prefer": ["site:amsterdam", "site:delft"],
+  const auto s = stage_labels(R"({"all": ["gpu"], "any": ["cuda", "rocm"], "prefer": ["site:amsterdam", "site:delft"],
                            "anywhere": true, "rank": "biggest"})");
   EXPECT_EQ(s.all, (std::vector<std::string>{"gpu"}));
   EXPECT_EQ(s.any, (std::vector<std::string>{"cuda", "rocm"}));
@@ -73,9 +69,9 @@ TEST(LabelsParse, StageForms) {
   EXPECT_TRUE(s.anywhere);
   EXPECT_EQ(s.rank, cl::RankPolicy::biggest);
 
-  const auto shorthand = stage(R"(["gpu", "dataset:sn"])");
+  const auto shorthand = stage_labels(R"(["gpu", "dataset:sn"])");
   EXPECT_EQ(shorthand.all, (std::vector<std::string>{"gpu", "dataset:sn"}));
-  EXPECT_EQ(stage("{}").rank, cl::RankPolicy::any);
+  EXPECT_EQ(stage_labels("{}").rank, cl::RankPolicy::any);
 }
 
 TEST(LabelsParse, StageErrorsAtPointers) {
@@ -103,22 +99,22 @@ TEST(LabelsParse, StageErrorsAtPointers) {
 }
 
 TEST(LabelsMatch, AllAndAny) {
-  const auto s = stage(R"({"all": ["gpu", "big"], "any": ["cuda", "rocm"]})");
-  EXPECT_TRUE(cl::can_run(s, node({"gpu", "big", "rocm"})));
-  EXPECT_FALSE(cl::can_run(s, node({"gpu", "rocm"})));        // misses "big"
-  EXPECT_FALSE(cl::can_run(s, node({"gpu", "big", "opencl"})));  // none of "any"
-  EXPECT_TRUE(cl::can_run(stage("{}"), node({})));
-  EXPECT_EQ(cl::preference(s, node({"gpu", "big", "cuda"})), 0);
+  const auto s = stage_labels(R"({"all": ["gpu", "big"], "any": ["cuda", "rocm"]})");
+  EXPECT_TRUE(cl::can_run(s, node_labels({"gpu", "big", "rocm"})));
+  EXPECT_FALSE(cl::can_run(s, node_labels({"gpu", "rocm"})));        // misses "big"
+  EXPECT_FALSE(cl::can_run(s, node_labels({"gpu", "big", "opencl"})));  // none of "any"
+  EXPECT_TRUE(cl::can_run(stage_labels("{}"), node_labels({})));
+  EXPECT_EQ(cl::preference(s, node_labels({"gpu", "big", "cuda"})), 0);
 }
 
 TEST(LabelsMatch, PreferenceOrderAndAnywhereFallback) {
   // The Constellation experiment: tile comparisons prefer the site holding
   // the data, then a neighbour; with "anywhere" any idle site may help.
-  const auto located = stage(R"({"prefer": ["site:amsterdam", "site:delft"]})");
-  const auto fallback = stage(R"({"prefer": ["site:amsterdam", "site:delft"], "anywhere": true})");
-  const auto ams = node({"site:amsterdam"});
-  const auto delft = node({"site:delft"});
-  const auto leiden = node({"site:leiden"});
+  const auto located = stage_labels(R"({"prefer": ["site:amsterdam", "site:delft"]})");
+  const auto fallback = stage_labels(R"({"prefer": ["site:amsterdam", "site:delft"], "anywhere": true})");
+  const auto ams = node_labels({"site:amsterdam"});
+  const auto delft = node_labels({"site:delft"});
+  const auto leiden = node_labels({"site:leiden"});
 
   EXPECT_EQ(cl::preference(located, ams), 0);
   EXPECT_EQ(cl::preference(located, delft), 1);
@@ -131,7 +127,7 @@ TEST(LabelsMatch, PreferenceOrderAndAnywhereFallback) {
   EXPECT_TRUE(cl::can_run(fallback, leiden));
 
   // Requirements still hold with the fallback.
-  const auto gpu_fallback = stage(R"({"all": ["gpu"], "prefer": ["site:amsterdam"], "anywhere": true})");
+  const auto gpu_fallback = stage_labels(R"({"all": ["gpu"], "prefer": ["site:amsterdam"], "anywhere": true})");
   EXPECT_FALSE(cl::can_run(gpu_fallback, leiden));
-  EXPECT_EQ(cl::preference(gpu_fallback, node({"gpu", "site:leiden"})), 1);
+  EXPECT_EQ(cl::preference(gpu_fallback, node_labels({"gpu", "site:leiden"})), 1);
 }

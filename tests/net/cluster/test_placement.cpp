@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "net/cluster/placement.hpp"
+#include "support/labels.hpp"
 
 namespace cl = flowd::net::cluster;
 namespace wf = flowd::workflow;
@@ -13,25 +14,20 @@ using nlohmann::json;
 
 namespace {
 
-wf::StageLabels stage(const char* text) {
-  auto p = wf::parse_stage_labels(json::parse(text), "/stages/0/labels");
-  EXPECT_TRUE(p.ok()) << text << ": " << (p.errors.empty() ? "" : p.errors[0].pointer + " " + p.errors[0].message);
-  return p.value;
-}
-
-wf::NodeLabels node(std::vector<std::string> names, std::int64_t rank = 0) { return {std::move(names), rank}; }
+using flowd::test::stage_labels;
+using flowd::test::node_labels;
 
 }  // namespace
 
 TEST(LabelsPick, PreferenceThenRankThenId) {
   const std::vector<cl::Executor> nodes = {
-      {"n3", node({"site:delft"}, 64)},
-      {"n2", node({"site:amsterdam"}, 8)},
-      {"n1", node({"site:amsterdam"}, 16)},
-      {"n4", node({"site:leiden"}, 128)},
-      {"n0", node({"site:amsterdam"}, 16)},
+      {"n3", node_labels({"site:delft"}, 64)},
+      {"n2", node_labels({"site:amsterdam"}, 8)},
+      {"n1", node_labels({"site:amsterdam"}, 16)},
+      {"n4", node_labels({"site:leiden"}, 128)},
+      {"n0", node_labels({"site:amsterdam"}, 16)},
   };
-  auto s = stage(R"({"prefer": ["site:amsterdam", "site:delft"], "rank": "biggest"})");
+  auto s = stage_labels(R"({"prefer": ["site:amsterdam", "site:delft"], "rank": "biggest"})");
   EXPECT_EQ(nodes[*cl::pick_executor(s, nodes)].id, "n0");  // n0 and n1 tie at 16: smaller id
   s.rank = wf::RankPolicy::smallest;
   EXPECT_EQ(nodes[*cl::pick_executor(s, nodes)].id, "n2");
@@ -39,14 +35,14 @@ TEST(LabelsPick, PreferenceThenRankThenId) {
   EXPECT_EQ(nodes[*cl::pick_executor(s, nodes)].id, "n0");
 
   // Preference beats rank: the biggest node (n4) is not preferred at all.
-  s = stage(R"({"prefer": ["site:delft"], "anywhere": true, "rank": "biggest"})");
+  s = stage_labels(R"({"prefer": ["site:delft"], "anywhere": true, "rank": "biggest"})");
   EXPECT_EQ(nodes[*cl::pick_executor(s, nodes)].id, "n3");
   // Order of candidates does not matter.
   std::vector<cl::Executor> reversed(nodes.rbegin(), nodes.rend());
-  s = stage(R"({"prefer": ["site:amsterdam"], "rank": "biggest"})");
+  s = stage_labels(R"({"prefer": ["site:amsterdam"], "rank": "biggest"})");
   EXPECT_EQ(reversed[*cl::pick_executor(s, reversed)].id, "n0");
 
-  EXPECT_EQ(cl::pick_executor(stage(R"(["gpu"])"), nodes), std::nullopt);
+  EXPECT_EQ(cl::pick_executor(stage_labels(R"(["gpu"])"), nodes), std::nullopt);
   EXPECT_EQ(cl::pick_executor(s, std::span<const cl::Executor>()), std::nullopt);
 }
 
@@ -54,7 +50,7 @@ TEST(StealOrder, SameSiteFirstAndDeterministic) {
   std::vector<cl::Executor> others;
   for (int i = 0; i < 12; ++i) {
     const char* site = i % 3 == 0 ? "site:amsterdam" : (i % 3 == 1 ? "site:delft" : "gpu");  // "gpu": no site
-    others.push_back({"n" + std::to_string(i), node({site})});
+    others.push_back({"n" + std::to_string(i), node_labels({site})});
   }
   const auto order = cl::steal_victim_order(std::string("amsterdam"), others, 42);
   ASSERT_EQ(order.size(), others.size());
@@ -70,8 +66,8 @@ TEST(StealOrder, SameSiteFirstAndDeterministic) {
   EXPECT_GT(distinct.size(), 10u);
 
   // Fixed result for a fixed seed, on every platform (own shuffle).
-  const std::vector<cl::Executor> four = {{"a", node({"site:x"})}, {"b", node({"site:y"})},
-                                          {"c", node({"site:x"})}, {"d", node({})}};
+  const std::vector<cl::Executor> four = {{"a", node_labels({"site:x"})}, {"b", node_labels({"site:y"})},
+                                          {"c", node_labels({"site:x"})}, {"d", node_labels({})}};
   const auto fixed = cl::steal_victim_order(std::string("x"), four, 7);
   EXPECT_EQ(std::set<std::size_t>(fixed.begin(), fixed.begin() + 2), (std::set<std::size_t>{0, 2}));
   EXPECT_EQ(fixed, cl::steal_victim_order(std::string("x"), four, 7));
