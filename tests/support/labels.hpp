@@ -1,14 +1,14 @@
 #pragma once
 // Labels written the way tests read best: a stage's labels from JSON text
 // (which must parse) and a node's from its names.
-#include <gtest/gtest.h>
-
 #include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include <gtest/gtest.h>
 
 #include "workflow/labels.hpp"
 
