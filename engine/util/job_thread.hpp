@@ -34,7 +34,7 @@
 namespace flowd {
 
 class JobThread {
- public:
+public:
   using Job = std::function<void()>;
 
   JobThread() : thread_([this] { run(); }) {}
@@ -88,7 +88,7 @@ class JobThread {
     dropped.clear();  // outside the lock: destroying a capture may run any code, even post()
   }
 
- private:
+private:
   // noexcept makes the rule above explicit: a throwing job terminates.
   void run() noexcept {
     std::unique_lock lock(m_);

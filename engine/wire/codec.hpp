@@ -42,7 +42,7 @@ void element(Io& io, T& e, const char* what) {
 // Appends little-endian fields. A length that does not fit its u32 prefix
 // sets `overflow` instead of writing a stream that would mis-parse.
 class Encoder {
- public:
+public:
   static constexpr bool decoding = false;
   std::vector<std::byte> out;
   bool overflow = false;
@@ -84,7 +84,7 @@ class Encoder {
       element(*this, e, each);
   }
 
- private:
+private:
   template <class T>
   void raw(T v) {
     static_assert(std::is_trivially_copyable_v<T>);
@@ -108,7 +108,7 @@ class Encoder {
 // read straight through and check once. Nothing is allocated from a length
 // before that length is checked against the limit and the bytes left.
 class Reader {
- public:
+public:
   Reader(std::span<const std::byte> in, const Limits& limits) : in_(in), limits_(limits) {}
 
   bool ok() const noexcept { return !error_; }
@@ -144,7 +144,7 @@ class Reader {
   // All bytes consumed: trailing garbage is rejected, not ignored.
   void end(const char* what);
 
- private:
+private:
   // Out of line, so that num() stays small enough to be inlined into every
   // field list that reads through it.
   void ends_early(const char* what);
@@ -159,7 +159,7 @@ class Reader {
 // empty, optional parts absent): a declared count is checked against the
 // bytes left before anything is reserved for it.
 class MinBytes {
- public:
+public:
   static constexpr bool decoding = false;
   std::size_t bytes = 0;
 
@@ -215,7 +215,7 @@ std::size_t min_bytes() {
 // its limit and the bytes left before anything is allocated for it, enums
 // against their range, flags against the bits defined.
 class Decoder {
- public:
+public:
   static constexpr bool decoding = true;
   Decoder(std::span<const std::byte> in, const Limits& limits) : r_(in, limits) {}
 
@@ -272,7 +272,7 @@ class Decoder {
       element(*this, v.emplace_back(), each);
   }
 
- private:
+private:
   Reader r_;
 };
 

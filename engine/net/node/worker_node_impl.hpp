@@ -51,7 +51,7 @@ namespace flowd::net::node {
 // Wakes the socket thread's poll from other threads: ZeroMQ polls file
 // descriptors next to sockets, and an eventfd is the cheapest one.
 class Wakeup {
- public:
+public:
   Wakeup() : fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {
     if (fd_ < 0) throw Error(std::string("worker node: eventfd: ") + std::strerror(errno));
   }
@@ -68,7 +68,7 @@ class Wakeup {
   }
   int fd() const noexcept { return fd_; }
 
- private:
+private:
   int fd_;
 };
 
@@ -86,7 +86,7 @@ struct Completion {
 // on started tasks. Clients are made here, so a bad option throws in the
 // constructor; their sockets are made lazily by the fetching thread.
 class FetchPool {
- public:
+public:
   using Work = std::function<void(transport::ItemClient&, QueuedTask)>;
 
   FetchPool(std::size_t threads, const transport::ClientOptions& client_options, Work work);
@@ -99,7 +99,7 @@ class FetchPool {
   // fails within the client's retries) before its thread is joined.
   void stop();
 
- private:
+private:
   void loop(transport::ItemClient& client);
 
   Work work_;
