@@ -16,7 +16,7 @@
 namespace flowd::runtime {
 
 // A task's inputs as its variant sees them: host items for a CPU variant,
-// device items for a GPU variant (see placement.hpp). Null for an
+// device items for a GPU variant (TaskRunner::place, task_runner.hpp). Null for an
 // unconnected optional port.
 struct Inputs {
   std::string key;
