@@ -28,7 +28,7 @@ std::vector<plugin::SearchDir> search_path(const PluginOptions& opts, const std:
   for (const auto& p : opts.plugin_path) split_into(p, "--plugin-path", true, dirs);
   if (const char* env = std::getenv("FLOWD_PLUGIN_PATH"); env && *env) split_into(env, "FLOWD_PLUGIN_PATH", false, dirs);
   for (const auto& p : workflow_path) dirs.push_back({p, "the workflow's plugin_path", true});
-  if (auto d = plugin::default_plugin_dir()) dirs.push_back({*d, "the default plugin directory", false});
+  if (auto d = plugin::default_plugin_dir()) dirs.push_back({*d, "the default plugin directory", false, false});
   return dirs;
 }
 

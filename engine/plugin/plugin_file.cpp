@@ -1,11 +1,17 @@
 #include "plugin/plugin_file.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <set>
+#include <system_error>
 
 #include <boost/dll/library_info.hpp>
+
+#include "util/text.hpp"
 
 namespace flowd::plugin {
 
@@ -15,6 +21,20 @@ namespace {
 
 constexpr const char* required_exports[] = {"flowd_plugin_abi", "flowd_plugin_fingerprint", "flowd_plugin_manifest",
                                             "flowd_plugin_entry"};
+
+// Whether the file can be opened for reading and is a regular file, checked
+// before Boost.DLL reads it: for an unreadable file Boost.DLL reports an
+// iostream failure ("basic_ios::clear") as unreadable ELF headers.
+// O_NONBLOCK: a FIFO must not block the scan.
+std::optional<std::string> check_readable(const fs::path& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return "cannot read " + path.string() + ": " + std::error_code(errno, std::generic_category()).message();
+  struct stat st {};
+  const bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+  ::close(fd);
+  if (!regular) return "cannot read " + path.string() + ": not a regular file";
+  return std::nullopt;
+}
 
 // Checks the exports in the "boostdll" section without running any code of
 // the library; empty when it looks like a flowd plugin.
@@ -40,14 +60,41 @@ boost::dll::shared_library load(const fs::path& path) {
   return boost::dll::shared_library(path, boost::dll::load_mode::rtld_lazy | boost::dll::load_mode::rtld_local);
 }
 
+// The SDK header hash in a fingerprint ("...;sdk=HASH"); empty for a plugin
+// built with an SDK older than the hash.
+std::string_view sdk_hash_of(std::string_view fingerprint) {
+  constexpr std::string_view tag = ";sdk=";
+  const auto at = fingerprint.find(tag);
+  if (at == std::string_view::npos) return {};
+  const auto value = fingerprint.substr(at + tag.size());
+  return value.substr(0, value.find(';'));
+}
+
+std::string short_hash(std::string_view hash) {
+  return hash.empty() ? std::string("none (an SDK older than the hash)") : std::string(hash.substr(0, 12));
+}
+
 std::string abi_problem(std::uint32_t abi, const std::string& fingerprint) {
   if (abi != abi_version)
     return "built for flowd plugin ABI " + std::to_string(abi) + " but this engine uses ABI " +
            std::to_string(abi_version) + "; rebuild it against this flowd's SDK";
+  if (const auto theirs = sdk_hash_of(fingerprint); theirs != sdk_hash)
+    return "built against a different flowd SDK (plugin's SDK headers " + short_hash(theirs) + ", this engine's " +
+           short_hash(sdk_hash) + "); rebuild it against this flowd's SDK";
   if (fingerprint != abi_fingerprint())
     return "built with an incompatible toolchain (plugin: " + fingerprint + "; engine: " + abi_fingerprint() +
            "); rebuild it with the compiler and libraries flowd was built with";
   return {};
+}
+
+// Parameters whose default their own declaration refuses: every stage that
+// leaves one unset would fail validation, so the plugin is refused instead.
+void default_problems(const OperatorSpec& op, std::vector<std::string>& out) {
+  for (const auto& p : op.params)
+    if (p.default_value)
+      if (auto why = p.check(*p.default_value))
+        out.push_back("operator '" + op.name + "' declares parameter '" + p.name + "' with default " +
+                      p.default_value->dump() + ", which its own declaration refuses (" + *why + ")");
 }
 
 }  // namespace
@@ -90,6 +137,7 @@ PluginRecord inspect_plugin(const fs::path& path) {
     r.refusal = std::move(why);
     return r;
   };
+  if (auto problem = check_readable(path)) return refuse(*problem);
   if (auto problem = check_exports(path)) return refuse(*problem);
 
   try {
@@ -110,17 +158,21 @@ PluginRecord inspect_plugin(const fs::path& path) {
   if (auto problem = abi_problem(r.abi, r.fingerprint); !problem.empty()) return refuse(problem);
 
   std::set<std::string> seen;
+  std::vector<std::string> defaults;
   for (const auto& op : r.operators) {
     if (!valid_operator_name(op.name))
       return refuse("operator name '" + op.name + "' is not of the form family.operation (lower case, digits, _)");
     if (!seen.insert(op.name).second) return refuse("declares operator '" + op.name + "' twice");
+    default_problems(op, defaults);
   }
+  if (!defaults.empty()) return refuse("plugin '" + r.name + "': " + join(defaults, "; "));
   return r;
 }
 
 std::shared_ptr<const LoadedPlugin> LoadedPlugin::open(const fs::path& path) {
   auto p = std::shared_ptr<LoadedPlugin>(new LoadedPlugin());
   p->path_ = path;
+  if (auto problem = check_readable(path)) throw Error(*problem);
   if (auto problem = check_exports(path)) throw Error(path.string() + ": " + *problem);
   try {
     p->lib_ = load(path);

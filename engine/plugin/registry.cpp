@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <set>
+#include <system_error>
 
 #include "util/fs.hpp"
 #include "util/text.hpp"
@@ -11,7 +12,8 @@ namespace flowd::plugin {
 namespace fs = std::filesystem;
 
 namespace {
-constexpr int cache_format = 1;
+// 2: refusals of parameter defaults outside their declaration, unreadable files.
+constexpr int cache_format = 2;
 
 Json stamp_json(const FileStamp& s) {
   return {{"size", s.size}, {"mtime_ns", s.mtime_ns}, {"ctime_ns", s.ctime_ns}, {"inode", s.inode}};
@@ -36,31 +38,51 @@ std::optional<fs::path> default_plugin_dir() {
 Registry::Registry(std::vector<SearchDir> path, Logger& log, RegistryOptions opts)
     : path_(std::move(path)), log_(log), opts_(std::move(opts)) {}
 
-std::vector<fs::path> Registry::candidate_files() {
-  std::vector<fs::path> files;
+std::vector<Registry::Candidate> Registry::candidate_files() {
+  std::vector<Candidate> files;
   std::set<fs::path> seen;
-  auto add = [&](const fs::path& f) {
+  auto add = [&](const fs::path& f, std::size_t entry) {
     std::error_code ec;
     const fs::path canon = fs::canonical(f, ec);
-    if (!ec && seen.insert(canon).second) files.push_back(canon);
+    if (!ec && seen.insert(canon).second) files.push_back({canon, entry});
   };
-  for (const auto& dir : path_) {
+  for (std::size_t entry = 0; entry < path_.size(); ++entry) {
+    const auto& dir = path_[entry];
+    const std::string named = "plugin path '" + dir.path.string() + "' (from " + dir.origin + ")";
     std::error_code ec;
     const auto status = fs::status(dir.path, ec);
+    if (ec && ec != std::errc::no_such_file_or_directory && ec != std::errc::not_a_directory) {
+      problems_.push_back(named + " cannot be read: " + ec.message() + "; skipped");  // e.g. a parent not searchable
+      continue;
+    }
     if (!fs::exists(status)) {
-      if (dir.must_exist)
-        throw Error("plugin path '" + dir.path.string() + "' (from " + dir.origin + ") does not exist");
+      if (dir.must_exist) throw Error(named + " does not exist");
+      if (dir.warn_if_missing)
+        problems_.push_back(named + " does not exist; skipped");
+      else
+        log_.debug(named + " does not exist; skipped");
       continue;
     }
     if (fs::is_regular_file(status)) {
-      add(dir.path);
+      add(dir.path, entry);
+      continue;
+    }
+    if (!fs::is_directory(status)) {
+      problems_.push_back(named + " is neither a directory nor a file; skipped");
       continue;
     }
     std::vector<fs::path> in_dir;
-    for (const auto& e : fs::directory_iterator(dir.path, ec))
-      if (e.path().extension() == ".so" && e.is_regular_file()) in_dir.push_back(e.path());
+    fs::directory_iterator it(dir.path, ec);
+    for (; !ec && it != fs::directory_iterator(); it.increment(ec)) {
+      std::error_code type_ec;
+      if (it->path().extension() == ".so" && it->is_regular_file(type_ec)) in_dir.push_back(it->path());
+    }
+    if (ec) {
+      problems_.push_back(named + " cannot be read: " + ec.message() + "; skipped");
+      continue;
+    }
     std::sort(in_dir.begin(), in_dir.end());
-    for (const auto& f : in_dir) add(f);
+    for (const auto& f : in_dir) add(f, entry);
   }
   return files;
 }
@@ -118,14 +140,13 @@ void Registry::save_cache() const {
 
 void Registry::scan() {
   records_.clear();
-  provider_.clear();
-  duplicates_.clear();
+  entry_.clear();
   problems_.clear();
 
   std::map<std::string, PluginRecord> cached;
   load_cache(cached);
   bool changed = false;
-  for (const auto& file : candidate_files()) {
+  for (const auto& [file, entry] : candidate_files()) {
     const auto stamp = FileStamp::of(file);
     auto it = cached.find(file.string());
     if (stamp && it != cached.end() && it->second.stamp == *stamp) {
@@ -135,31 +156,51 @@ void Registry::scan() {
       records_.push_back(inspect_plugin(file));
       changed = true;
     }
+    entry_.push_back(entry);
   }
   if (changed || records_.size() != cached.size()) save_cache();
+  resolve_names();
+}
 
+void Registry::resolve_names() {
+  provider_.clear();
+  duplicates_.clear();
+  shadowed_.clear();
+  // Every usable provider of each name, in search-path order (records are).
+  std::map<std::string, std::vector<std::size_t>, std::less<>> all;
   for (std::size_t i = 0; i < records_.size(); ++i) {
     const auto& r = records_[i];
     if (r.refused) {
       problems_.push_back(r.path.string() + ": refused: " + r.refusal);
       continue;
     }
-    for (const auto& op : r.operators) {
-      auto& all = duplicates_[op.name];
-      all.push_back(i);
-      if (all.size() == 1) provider_[op.name] = i;
-    }
+    for (const auto& op : r.operators) all[op.name].push_back(i);
   }
-  for (auto it = duplicates_.begin(); it != duplicates_.end();) {
-    if (it->second.size() < 2) {
-      it = duplicates_.erase(it);
+  for (const auto& [op, providers] : all) {
+    const std::size_t first = providers.front();
+    std::vector<std::size_t> same_entry;
+    for (auto i : providers)
+      if (entry_[i] == entry_[first])
+        same_entry.push_back(i);
+      else
+        shadowed_.push_back({op, i, first});
+    if (same_entry.size() == 1) {
+      provider_[op] = first;
       continue;
     }
     std::vector<std::string> files;
-    for (auto i : it->second) files.push_back(records_[i].path.string());
-    problems_.push_back("operator '" + it->first + "' is provided by more than one plugin: " + join(files, ", "));
-    provider_.erase(it->first);
-    ++it;
+    for (auto i : same_entry) files.push_back(records_[i].path.string());
+    problems_.push_back("operator '" + op + "' is provided by more than one plugin: " + join(files, ", "));
+    duplicates_[op] = std::move(same_entry);
+  }
+  // One line per hidden file and the file hiding it, for -v.
+  std::map<std::pair<std::size_t, std::size_t>, std::vector<std::string>> hidden;
+  for (const auto& s : shadowed_) hidden[{s.record, s.by}].push_back(s.op);
+  for (const auto& [pair, ops] : hidden) {
+    const auto& [record, by] = pair;
+    log_.debug(records_[record].path.string() + " (from " + path_[entry_[record]].origin + "): " + join(ops, ", ") +
+               " shadowed by " + records_[by].path.string() + " (from " + path_[entry_[by]].origin +
+               "), earlier on the plugin search path");
   }
 }
 
@@ -182,19 +223,26 @@ std::vector<std::string> Registry::operator_names() const {
   return names;
 }
 
-std::string Registry::explain(std::string_view op) const {
-  if (auto d = duplicates_.find(op); d != duplicates_.end()) {
+std::string Registry::explain(std::string_view name) const {
+  if (auto d = duplicates_.find(name); d != duplicates_.end()) {
     std::vector<std::string> files;
     for (auto i : d->second) files.push_back(records_[i].path.string());
-    return "operator '" + std::string(op) + "' is provided by more than one plugin (" + join(files, ", ") +
-           "); remove all but one from the plugin path";
+    return "operator '" + std::string(name) + "' is provided by more than one plugin (" + join(files, ", ") +
+           ") in one plugin path entry; remove all but one from " + path_[entry_[d->second.front()]].path.string();
   }
   for (const auto& r : records_)
     if (r.refused)
       for (const auto& s : r.operators)
-        if (s.name == op)
-          return "operator '" + std::string(op) + "' is in " + r.path.string() + ", which was refused: " + r.refusal;
-  std::string msg = "unknown operator '" + std::string(op) + "'" + did_you_mean(op, operator_names());
+        if (s.name == name)
+          return "operator '" + std::string(name) + "' is in " + r.path.string() + ", which was refused: " + r.refusal;
+  // A plugin named by its manifest or its file (flowd-NAME.so, NAME.so):
+  // the refusal is what `flowd inspect NAME` should say.
+  for (const auto& r : records_) {
+    const std::string stem = r.path.stem().string();
+    if (r.refused && (r.name == name || stem == name || stem == "flowd-" + std::string(name)))
+      return "plugin '" + std::string(name) + "' (" + r.path.string() + ") was refused: " + r.refusal;
+  }
+  std::string msg = "unknown operator '" + std::string(name) + "'" + did_you_mean(name, operator_names());
   std::vector<std::string> dirs;
   for (const auto& d : path_) dirs.push_back(d.path.string());
   msg += "; searched " + (dirs.empty() ? std::string("no plugin directories") : join(dirs, ":"));

@@ -17,10 +17,23 @@
 namespace flowd::plugin {
 
 // One entry of the search path and where it came from, for messages.
+// Earlier entries shadow later ones: an operator found in an entry hides the
+// same name in every later entry.
 struct SearchDir {
   std::filesystem::path path;  // a directory of plugins or one .so file
   std::string origin;          // "--plugin-path", "FLOWD_PLUGIN_PATH", "workflow plugin_path", "default"
-  bool must_exist = false;     // a missing path is an error (explicit) or skipped (default)
+  bool must_exist = false;     // a missing path is an error (explicit) or skipped (others)
+  // When skipped: with a warning (a FLOWD_PLUGIN_PATH typo) or quietly (the
+  // default directory, absent in a partial install).
+  bool warn_if_missing = true;
+};
+
+// An operator of a usable plugin hidden by the same name in an earlier
+// search-path entry.
+struct Shadowed {
+  std::string op;
+  std::size_t record = 0;  // index in Registry::plugins(): the hidden one
+  std::size_t by = 0;      // index in Registry::plugins(): the one used
 };
 
 // An operator ready to instantiate. Holds its library open.
@@ -47,8 +60,11 @@ class Registry {
 public:
   Registry(std::vector<SearchDir> path, Logger& log, RegistryOptions opts = {});
 
-  // Reads every plugin on the search path (from the cache where unchanged).
-  // Throws flowd::Error for an explicitly given path that does not exist.
+  // Reads every plugin on the search path (from the cache where unchanged)
+  // and resolves operator names: the first search-path entry providing a
+  // name wins; two usable plugins of that one entry providing it are an
+  // error for that name. Throws flowd::Error for an explicitly given path
+  // that does not exist.
   void scan();
 
   const std::vector<PluginRecord>& plugins() const noexcept { return records_; }
@@ -59,20 +75,31 @@ public:
   const OperatorSpec* find(std::string_view op) const;
   // The plugin record providing `op`, or nullptr.
   const PluginRecord* provider(std::string_view op) const;
-  // Why `op` cannot be used: unknown (with a suggestion), only in refused
-  // plugins, or provided twice.
-  std::string explain(std::string_view op) const;
+  // Why `name` cannot be used: an operator unknown (with a suggestion), only
+  // in refused plugins, or provided twice in one entry; or the name (or
+  // file name) of a refused plugin, with the reason.
+  std::string explain(std::string_view name) const;
   std::vector<std::string> operator_names() const;
 
   // Opens the plugin providing `op` (once per file) and returns its factory.
   // Throws flowd::Error naming the file on any problem.
   OperatorHandle open(std::string_view op);
 
-  // Refused files and duplicate operators found by scan(), one message each.
+  // What scan() found wrong, one message each: refused files, duplicate
+  // operators, search-path entries skipped as missing or unreadable.
   const std::vector<std::string>& problems() const noexcept { return problems_; }
+  // Operators hidden by an earlier search-path entry (also logged at debug).
+  const std::vector<Shadowed>& shadowed() const noexcept { return shadowed_; }
+  // The index in search_path() of the entry plugins()[record] was found in.
+  std::size_t entry_of(std::size_t record) const noexcept { return entry_[record]; }
 
 private:
-  std::vector<std::filesystem::path> candidate_files();
+  struct Candidate {
+    std::filesystem::path file;
+    std::size_t entry;  // index in path_
+  };
+  std::vector<Candidate> candidate_files();
+  void resolve_names();
   void load_cache(std::map<std::string, PluginRecord>& cached) const;
   void save_cache() const;
 
@@ -80,8 +107,10 @@ private:
   Logger& log_;
   RegistryOptions opts_;
   std::vector<PluginRecord> records_;
-  std::map<std::string, std::size_t, std::less<>> provider_;               // op -> usable record index
-  std::map<std::string, std::vector<std::size_t>, std::less<>> duplicates_;  // op -> all usable providers
+  std::vector<std::size_t> entry_;  // per record: its search-path entry
+  std::vector<Shadowed> shadowed_;
+  std::map<std::string, std::size_t, std::less<>> provider_;                 // op -> usable record index
+  std::map<std::string, std::vector<std::size_t>, std::less<>> duplicates_;  // op -> its providers in one entry
   std::vector<std::string> problems_;
   std::map<std::string, std::shared_ptr<const LoadedPlugin>> loaded_;
 };

@@ -165,10 +165,7 @@ TEST(Cli, BadPluginsAreNamedWhenTheWorkflowNeedsThem) {
   EXPECT_TRUE(contains(abi.err, "flowd-wrongabi.so, which was refused: built for flowd plugin ABI 999")) << abi.err;
   EXPECT_TRUE(contains(abi.err, "flowd-broken.so: refused: not a valid shared library")) << abi.err;
 
-  write(dir / "dup.json", chain(""));
-  auto dup = flowd_cmd(dir, {"validate", "dup.json", "-P", flowd::test::test_plugins("dup")});
-  EXPECT_EQ(dup.code, 2);
-  EXPECT_TRUE(contains(dup.err, "operator 'test.step' is provided by more than one plugin")) << dup.err;
+  // Duplicates and shadowing across search-path entries: test_plugin_cli.cpp.
 
   write(dir / "nope.json", chain(""));
   auto missing_dir = flowd_cmd(dir, {"validate", "nope.json", "-P", "no/such/dir"});

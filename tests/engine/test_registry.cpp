@@ -1,5 +1,6 @@
 // Plugin discovery, refusal of bad plugins, the manifest cache, lazy opening.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <fstream>
 
@@ -69,8 +70,11 @@ TEST(Registry, RefusesCorruptFiles) {
   EXPECT_TRUE(r.operator_names().empty());
 }
 
-TEST(Registry, ADuplicateOperatorNameIsRefusedNamingBothFiles) {
-  auto r = test::registry({test::test_plugins("testops"), test::test_plugins("dup")});
+TEST(Registry, ADuplicateOperatorNameInOneEntryIsRefusedNamingBothFiles) {
+  const auto dir = test::scratch();
+  fs::copy_file(testops_so(), dir / "flowd-testops.so");
+  fs::copy_file(fs::path(test::test_plugins("dup")) / "flowd-testdup.so", dir / "flowd-testdup.so");
+  auto r = test::registry({dir.string()});
   EXPECT_EQ(r.find("test.step"), nullptr);
   const auto why = r.explain("test.step");
   EXPECT_NE(why.find("provided by more than one plugin"), std::string::npos) << why;
@@ -78,6 +82,93 @@ TEST(Registry, ADuplicateOperatorNameIsRefusedNamingBothFiles) {
   EXPECT_NE(why.find("flowd-testdup.so"), std::string::npos) << why;
   EXPECT_THROW(r.open("test.step"), Error);
   EXPECT_NE(r.find("test.count"), nullptr);  // the rest of testops is fine
+  EXPECT_TRUE(r.shadowed().empty());
+}
+
+// `-P DIR` is searched first: a plugin there replaces an installed one with
+// the same operators instead of colliding with it.
+TEST(Registry, EarlierSearchPathEntriesShadowLaterOnes) {
+  auto r = test::registry({test::test_plugins("dup"), test::test_plugins("testops")});
+  EXPECT_TRUE(r.problems().empty()) << problems(r);
+  ASSERT_NE(r.find("test.step"), nullptr);
+  EXPECT_EQ(r.provider("test.step")->name, "testdup");
+  EXPECT_EQ(r.provider("test.count")->name, "testops");  // only the shared name is hidden
+  ASSERT_EQ(r.shadowed().size(), 1u);
+  const auto& s = r.shadowed().front();
+  EXPECT_EQ(s.op, "test.step");
+  EXPECT_EQ(r.plugins()[s.record].name, "testops");
+  EXPECT_EQ(r.plugins()[s.by].name, "testdup");
+  EXPECT_EQ(r.entry_of(s.record), 1u);
+  EXPECT_EQ(r.entry_of(s.by), 0u);
+  EXPECT_NO_THROW(r.open("test.step"));
+
+  auto reversed = test::registry({test::test_plugins("testops"), test::test_plugins("dup")});
+  ASSERT_NE(reversed.find("test.step"), nullptr);
+  EXPECT_EQ(reversed.provider("test.step")->name, "testops");
+}
+
+TEST(Registry, RefusesAPluginBuiltAgainstOtherSdkHeaders) {
+  auto r = test::registry({test::test_plugins("othersdk")});
+  ASSERT_EQ(r.problems().size(), 1u) << problems(r);
+  const std::string ours(flowd::sdk_hash.substr(0, 12));
+  EXPECT_NE(problems(r).find("flowd-othersdk.so: refused: built against a different flowd SDK (plugin's SDK "
+                             "headers "),
+            std::string::npos)
+      << problems(r);
+  EXPECT_NE(problems(r).find(", this engine's " + ours + "); rebuild it against this flowd's SDK"), std::string::npos)
+      << problems(r);
+  EXPECT_EQ(r.find("othersdk.touch"), nullptr);
+  EXPECT_THROW(r.open("othersdk.touch"), Error);
+  // Asked for by plugin name, the registry says why it was refused.
+  const auto why = r.explain("othersdk");
+  EXPECT_NE(why.find("plugin 'othersdk' ("), std::string::npos) << why;
+  EXPECT_NE(why.find("flowd-othersdk.so) was refused: built against a different flowd SDK"), std::string::npos) << why;
+}
+
+TEST(Registry, RefusesParameterDefaultsTheirOwnDeclarationRefuses) {
+  auto r = test::registry({test::test_plugins("baddefault")});
+  ASSERT_EQ(r.problems().size(), 1u) << problems(r);
+  const auto p = problems(r);
+  EXPECT_NE(p.find("flowd-baddefault.so: refused: plugin 'baddefault': operator 'baddefault.level' declares "
+                   "parameter 'level' with default 999, which its own declaration refuses (expected int in [0, "
+                   "255], got 999)"),
+            std::string::npos)
+      << p;
+  EXPECT_NE(p.find("operator 'baddefault.mode' declares parameter 'mode' with default \"gray\", which its own "
+                   "declaration refuses (expected string, one of color|grey, got \"gray\")"),
+            std::string::npos)
+      << p;
+  EXPECT_EQ(r.find("baddefault.level"), nullptr);
+  const auto why = r.explain("baddefault.level");
+  EXPECT_NE(why.find("which was refused: plugin 'baddefault': operator 'baddefault.level' declares parameter "
+                     "'level' with default 999"),
+            std::string::npos)
+      << why;
+}
+
+TEST(Registry, AMissingImplicitEntryIsWarnedAboutUnlessItIsTheDefaultDirectory) {
+  plugin::Registry env({{"/no/such/dir", "FLOWD_PLUGIN_PATH", false}}, test::quiet_log());
+  env.scan();
+  ASSERT_EQ(env.problems().size(), 1u);
+  EXPECT_EQ(env.problems().front(), "plugin path '/no/such/dir' (from FLOWD_PLUGIN_PATH) does not exist; skipped");
+  plugin::Registry installed({{"/no/such/dir", "the default plugin directory", false, false}}, test::quiet_log());
+  installed.scan();
+  EXPECT_TRUE(installed.problems().empty()) << problems(installed);
+}
+
+// A FIFO must neither block the scan nor be reported as a corrupt library.
+TEST(Registry, AFileThatIsNotARegularFileIsRefusedWithoutReadingIt) {
+  const auto dir = test::scratch();
+  const auto fifo = dir / "flowd-fifo.so";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
+  const auto rec = plugin::inspect_plugin(fifo);
+  EXPECT_TRUE(rec.refused);
+  EXPECT_EQ(rec.refusal, "cannot read " + fifo.string() + ": not a regular file");
+  plugin::Registry r({{fifo, "--plugin-path", true}}, test::quiet_log());
+  r.scan();
+  ASSERT_EQ(r.problems().size(), 1u);
+  EXPECT_EQ(r.problems().front(),
+            "plugin path '" + fifo.string() + "' (from --plugin-path) is neither a directory nor a file; skipped");
 }
 
 TEST(Registry, AnExplicitPathThatDoesNotExistIsAnError) {

@@ -1,7 +1,9 @@
 #pragma once
-// The plugin ABI. A plugin is refused unless both numbers agree with the
-// engine's: the version changes when SDK layouts change; the fingerprint
-// catches a plugin built with another standard library or JSON library.
+// The plugin ABI. A plugin is refused unless both agree with the engine's:
+// the version changes when SDK layouts change on purpose; the fingerprint
+// catches a plugin built with another standard library or JSON library, or
+// against other SDK headers (sdk_hash, a hash of the headers computed when
+// flowd is built) — an SDK edit that forgot to raise the version.
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -9,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "flowd/operator.hpp"
+#include "flowd/sdk_hash.hpp"
 
 namespace flowd {
 
@@ -29,6 +32,7 @@ inline std::string abi_fingerprint() {
   s += ";sizes=" + std::to_string(sizeof(Array)) + "," + std::to_string(sizeof(Table)) + "," +
        std::to_string(sizeof(Item)) + "," + std::to_string(sizeof(OperatorSpec)) + "," +
        std::to_string(sizeof(Json)) + "," + std::to_string(sizeof(std::function<void()>));
+  s += ";sdk=" + std::string(sdk_hash);
   return s;
 }
 
