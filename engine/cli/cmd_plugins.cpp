@@ -1,10 +1,12 @@
 // flowd plugins / flowd inspect: what the plugin path provides, in the
 // spirit of gst-inspect.
-#include <algorithm>
 #include <iostream>
+#include <map>
+#include <set>
 
 #include <boost/program_options.hpp>
 
+#include "cli/columns.hpp"
 #include "cli/commands.hpp"
 #include "cli/exit_codes.hpp"
 #include "cli/setup.hpp"
@@ -35,11 +37,6 @@ std::string summary(const std::string& s) {
   return out;
 }
 
-std::string pad(std::string s, std::size_t n) {
-  if (s.size() < n) s.append(n - s.size(), ' ');
-  return s;
-}
-
 struct ListOptions {
   PluginOptions plugins;
   bool json = false;
@@ -61,27 +58,23 @@ void print_operator(const OperatorSpec& s, const plugin::PluginRecord& r) {
             << "Variants      " << variants(s) << "\n";
   if (s.speedup_hint) std::cout << "Speedup hint  " << *s.speedup_hint << "x (GPU over one CPU core)\n";
   std::cout << "\n" << s.doc << "\n";
-  // Names as wide as the longest, so the columns stay aligned.
-  std::size_t w = 14;
-  for (const auto& p : s.inputs) w = std::max(w, p.name.size() + 2);
-  for (const auto& p : s.outputs) w = std::max(w, p.name.size() + 2);
-  for (const auto& p : s.params) w = std::max(w, p.name.size() + 2);
-  auto ports = [w](const char* title, const std::vector<PortSpec>& ps) {
-    std::cout << "\n" << title << "\n";
-    if (ps.empty()) std::cout << "  (none)\n";
-    for (const auto& p : ps)
-      std::cout << "  " << pad(p.name, w) << pad(p.type.str(), 26) << (p.optional ? "optional  " : "          ")
-                << p.doc << "\n";
+  Columns table;
+  auto ports = [&](const std::vector<PortSpec>& ps) {
+    for (const auto& p : ps) table.row({p.name, p.type.str(), p.optional ? "optional" : "", p.doc});
   };
-  ports("Inputs", s.inputs);
-  ports("Outputs", s.outputs);
-  std::cout << "\nParameters\n";
-  if (s.params.empty()) std::cout << "  (none)\n";
+  auto section = [&](const char* title, bool empty) {
+    std::cout << "\n" << title << "\n" << table.str("  ") << (empty ? "  (none)\n" : "");
+    table = Columns();
+  };
+  ports(s.inputs);
+  section("Inputs", s.inputs.empty());
+  ports(s.outputs);
+  section("Outputs", s.outputs.empty());
   for (const auto& p : s.params) {
-    std::cout << "  " << pad(p.name, w) << pad(p.expectation(), 34)
-              << (p.default_value ? "default " + p.default_value->dump() : std::string("required")) << "\n";
-    if (!p.description.empty()) std::cout << "  " << pad("", w) << p.description << "\n";
+    table.row({p.name, p.expectation(), p.default_value ? "default " + p.default_value->dump() : "required"});
+    if (!p.description.empty()) table.note(1, p.description);
   }
+  section("Parameters", s.params.empty());
 }
 
 }  // namespace
@@ -95,13 +88,21 @@ int cmd_plugins(const Args& args) {
   Logger log = Logger::to_stderr(o.json ? LogLevel::error : LogLevel::warning);
   try {
     auto reg = make_registry(o.plugins, log);
+    // What each usable record's operators are hidden by, if anything.
+    std::map<std::pair<std::size_t, std::string>, std::size_t> hidden;
+    for (const auto& h : reg.shadowed()) hidden[{h.record, h.op}] = h.by;
+    const auto& records = reg.plugins();
     if (o.json) {
       Json out = {{"search_path", Json::array()}, {"plugins", Json::array()}};
       for (const auto& d : reg.search_path()) out["search_path"].push_back({{"path", d.path.string()}, {"origin", d.origin}});
-      for (const auto& r : reg.plugins()) {
+      for (std::size_t i = 0; i < records.size(); ++i) {
+        const auto& r = records[i];
         Json p = {{"file", r.path.string()}, {"refused", r.refused}};
         if (r.refused) p["refusal"] = r.refusal;
         if (r.manifest.is_object()) p["manifest"] = r.manifest;
+        for (const auto& s : r.operators)
+          if (auto h = hidden.find({i, s.name}); h != hidden.end())
+            p["shadowed"].push_back({{"operator", s.name}, {"by", records[h->second].path.string()}});
         out["plugins"].push_back(std::move(p));
       }
       std::cout << out.dump(2) << "\n";
@@ -110,14 +111,29 @@ int cmd_plugins(const Args& args) {
     std::cout << "Plugin search path:\n";
     for (const auto& d : reg.search_path()) std::cout << "  " << d.path.string() << "  (" << d.origin << ")\n";
     std::size_t ops = 0;
-    for (const auto& r : reg.plugins()) {
+    for (std::size_t i = 0; i < records.size(); ++i) {
+      const auto& r = records[i];
       if (r.refused) continue;
       std::cout << "\n" << r.name << " " << r.version << "  " << r.doc << "\n  " << r.path.string() << "\n";
+      // A whole file hidden by one other (an installed copy of a plugin
+      // given with -P) is said once; otherwise per operator.
+      std::set<std::size_t> by;
+      std::size_t shadowed = 0;
+      for (const auto& s : r.operators)
+        if (auto h = hidden.find({i, s.name}); h != hidden.end()) by.insert(h->second), ++shadowed;
+      const bool whole = !r.operators.empty() && shadowed == r.operators.size() && by.size() == 1;
+      if (whole)
+        std::cout << "  every operator shadowed by " << records[*by.begin()].path.string()
+                  << " (earlier on the search path)\n";
+      Columns table;
       for (const auto& s : r.operators) {
-        std::cout << "    " << pad(s.name, 26) << pad(std::string(name_of(s.pattern)), 8) << pad(variants(s), 9)
-                  << summary(s.doc) << "\n";
-        ++ops;
+        table.row({s.name, std::string(name_of(s.pattern)), variants(s), summary(s.doc)});
+        if (auto h = hidden.find({i, s.name}); h == hidden.end())
+          ++ops;
+        else if (!whole)
+          table.note(1, "shadowed by " + records[h->second].path.string() + " (earlier on the search path)");
       }
+      std::cout << table.str("    ");
     }
     std::size_t usable = 0;
     for (const auto& r : reg.plugins()) usable += !r.refused;
@@ -161,7 +177,9 @@ int cmd_inspect(const Args& args) {
       std::cout << "Plugin        " << r.name << " " << r.version << "\nFile          " << r.path.string()
                 << "\nSDK           " << r.manifest.value("sdk_version", "?") << " (ABI " << r.abi << ")\n\n"
                 << r.doc << "\n\nOperators\n";
-      for (const auto& s : r.operators) std::cout << "  " << pad(s.name, 26) << summary(s.doc) << "\n";
+      Columns table;
+      for (const auto& s : r.operators) table.row({s.name, summary(s.doc)});
+      std::cout << table.str("  ");
       return exit_ok;
     }
     std::cerr << "flowd: " << reg.explain(o.name) << "\n";

@@ -9,6 +9,7 @@
 #include "cli/cluster_session.hpp"
 #include "cli/commands.hpp"
 #include "cli/exit_codes.hpp"
+#include "cli/graph_listing.hpp"
 #include "cli/progress_view.hpp"
 #include "cli/setup.hpp"
 #include "cli/signals.hpp"
@@ -174,9 +175,7 @@ int cmd_validate(const Args& args) {
   Logger log = make_logger(o);
   try {
     const auto g = load_graph(o, log);
-    std::string stages;
-    for (const auto& s : g.stages) stages += (stages.empty() ? "" : " -> ") + s.name + " (" + s.spec().name + ")";
-    std::cout << o.workflow << ": valid; " << g.stages.size() << " stages: " << stages << "\n";
+    std::cout << o.workflow << ": valid; " << g.stages.size() << " stages, in execution order:\n" << graph_listing(g);
     return exit_ok;
   } catch (const std::exception& e) {
     log.error(e.what());
