@@ -229,3 +229,24 @@ TEST(PluginCli, ValidatePrintsABranchingGraphAsAGraph) {
   EXPECT_EQ(l[5], "  sink  test.record  in <- join.out");
 }
 
+// The guide's reduce example in its own workflow, and its result's key: the
+// stage's name, since its finish leaves the key empty (plugin-sdk.md).
+TEST(PluginCli, TheReduceExampleRunsInItsWorkflow) {
+  const auto dir = scratch();
+  const std::string example = std::string(FLOWD_SOURCE_DIR) + "/docs/examples/reduce-plugin/workflow.json";
+  auto r = flowd_cmd(dir, {"run", example, "-P", test_plugins("areahist"), "--set", "output=out", "--no-progress"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(fs::is_regular_file(dir / "out" / "areas.h5"));
+
+  write(dir / "keyed.json", R"({"version": 1, "stages": {
+    "read":      {"op": "io.read_images", "params": {"path": "synthetic:blobs?width=128&height=128&count=3&seed=3"}},
+    "grey":      {"op": "image.grey", "inputs": {"image": "read.image"}},
+    "mask":      {"op": "image.threshold", "inputs": {"image": "grey.image"}, "params": {"invert": true}},
+    "label":     {"op": "image.label", "inputs": {"mask": "mask.mask"}},
+    "regions":   {"op": "image.region_stats", "inputs": {"image": "grey.image", "labels": "label.labels"}},
+    "histogram": {"op": "example.area_histogram", "inputs": {"regions": "regions.regions"}},
+    "record":    {"op": "test.record", "inputs": {"in": "histogram.histogram"}, "params": {"path": "keys.txt"}}}})");
+  auto k = flowd_cmd(dir, {"run", "keyed.json", "-P", test_plugins("areahist"), "--no-progress"});
+  ASSERT_EQ(k.code, 0) << k.err;
+  EXPECT_EQ(flowd::test::slurp(dir / "keys.txt"), "histogram\n");
+}
