@@ -293,3 +293,36 @@ TEST(Failures, ACrashInAnOperatorIsReportedWithItsStageOperatorPluginAndItem) {
     EXPECT_FALSE(fs::exists(dir / "out" / "keys.txt"));
   }
 }
+
+// A segfault on one item kills the worker running it, then its replacement
+// or the other worker: the second loss makes it a poison item, failed by
+// name instead of retried until no worker is left.
+TEST(Failures, AnItemThatKillsTwoWorkersIsAPoisonItem) {
+  const auto dir = scratch();
+  write(dir / "wf.json", map_workflow("segv", 12, "item/3", 100));
+  const auto r = run_flowd(dir, {"run", "wf.json", "--workers", "2", "--worker-cpus", "1", "--gpu", "none",
+                                 "--no-progress", "--no-perf-model"});
+  ASSERT_FALSE(r.timed_out) << "the run hung\n" << r.err;
+  EXPECT_EQ(r.code, 3) << r.err;
+  EXPECT_TRUE(contains(r.err, "stage 'step' failed on item 'item/3': poison item:")) << r.err;
+  EXPECT_TRUE(contains(r.err, "killed by signal 11 (SIGSEGV)")) << r.err;
+  // The worker's own report reaches the coordinator's stderr.
+  EXPECT_TRUE(contains(r.err, "while running stage 'step', operator 'faulty.map'")) << r.err;
+  expect_nothing_written(dir, r.err);
+}
+
+TEST(Failures, WithKeepGoingOnlyThePoisonItemFails) {
+  const auto dir = scratch();
+  write(dir / "wf.json", map_workflow("segv", 12, "item/3", 100));
+  const auto r = run_flowd(dir, {"run", "wf.json", "--keep-going", "--workers", "2", "--worker-cpus", "1", "--gpu",
+                                 "none", "--no-progress", "--no-perf-model"});
+  ASSERT_FALSE(r.timed_out) << "the run hung\n" << r.err;
+  EXPECT_EQ(r.code, 4) << r.err;
+  EXPECT_TRUE(contains(r.err, "1 failed item(s)")) << r.err;
+  EXPECT_TRUE(contains(r.err, "stage 'step' failed on item 'item/3': poison item:")) << r.err;
+  const auto keys = flowd::test::lines(dir / "out" / "keys.txt");
+  EXPECT_EQ(keys.size(), 11u) << r.err;
+  EXPECT_EQ(std::count(keys.begin(), keys.end(), "item/3"), 0);
+  EXPECT_TRUE(fs::exists(dir / "out" / "data.h5"));
+  EXPECT_TRUE(temporaries(dir / "out").empty());
+}
