@@ -81,7 +81,15 @@ std::unique_ptr<ClusterSession> ClusterSession::start(const ClusterOptions& o, c
     for (const auto& p : ctx.plugin_path) args.insert(args.end(), {"-P", p});
     if (ctx.quiet) args.push_back("--quiet");
     if (ctx.verbose) args.push_back("--verbose");
-    s->local_ = std::make_unique<LocalWorkers>(endpoint, args, local_credentials, log);
+    auto& coordinator = *s->coordinator_;
+    LocalWorkerHooks hooks;
+    hooks.expect_more = [&coordinator](int delta) { coordinator.expect_more_workers(delta); };
+    hooks.registered = [&coordinator](const std::string& name) { return coordinator.has_registered(name); };
+    hooks.ended = [&coordinator](const std::string& name, net::node::WorkerLoss loss) {
+      coordinator.worker_process_ended(name, std::move(loss));
+    };
+    s->local_ = std::make_unique<LocalWorkers>(endpoint, args, local_credentials, log, std::move(hooks),
+                                               std::chrono::seconds(o.wait_seconds));
   }
   s->coordinator_->wait_for_workers(expect, std::chrono::seconds(o.wait_seconds));
   std::string names;
@@ -101,6 +109,7 @@ int ClusterSession::default_in_flight(int local_workers) const {
 }
 
 void ClusterSession::finish() {
+  if (local_) local_->stop_replacing();  // workers leave after the bye: not a loss
   if (coordinator_) coordinator_->finish();
   local_.reset();
 }

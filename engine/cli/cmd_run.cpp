@@ -13,6 +13,7 @@
 #include "cli/progress_view.hpp"
 #include "cli/setup.hpp"
 #include "cli/signals.hpp"
+#include "exec/crash_report.hpp"
 #include "net/cluster/launcher.hpp"
 #include "net/cluster/rendezvous.hpp"
 #include "net/node/worker_node.hpp"
@@ -239,6 +240,7 @@ int cmd_run(const Args& args, const std::vector<std::string>& full_command_line)
     return exit_usage;
   }
 
+  exec::install_crash_report();
   SignalWatch signals;  // before any thread starts, so every thread inherits the mask
   Logger log = make_logger(o);
   std::optional<net::cluster::LaunchInfo> launch;
@@ -369,6 +371,7 @@ int cmd_calibrate(const Args& args) {
     std::cerr << "flowd: calibrate writes the performance model; --no-perf-model makes no sense here\n";
     return exit_usage;
   }
+  exec::install_crash_report();
   SignalWatch signals;
   Logger log = make_logger(o);
   const auto model_file = model_path(e);

@@ -3,6 +3,7 @@
 // whoever needs them, until the coordinator says the run is over.
 #include <unistd.h>
 
+#include <cstdlib>
 #include <iostream>
 #include <thread>
 
@@ -13,6 +14,7 @@
 #include "cli/exit_codes.hpp"
 #include "cli/setup.hpp"
 #include "cli/signals.hpp"
+#include "exec/crash_report.hpp"
 #include "net/cluster/launcher.hpp"
 #include "net/node/worker_node.hpp"
 #include "sched/perf_model.hpp"
@@ -66,6 +68,9 @@ int cmd_worker(const Args& args) {
   add_worker_key_options(desc, cluster);
   po::variables_map vm;
   if (auto rc = parse_command(args, desc, "usage: flowd worker --connect tcp://HOST:PORT [options]", "connect", vm)) return *rc;
+  // The parent of a local worker reads which item a crash was in from here.
+  const char* note = std::getenv(exec::crash_note_env);
+  exec::install_crash_report(note && *note ? std::atoi(note) : -1);
   SignalWatch signals;
   Logger log = Logger::to_stderr(quiet ? LogLevel::warning : (verbose ? LogLevel::debug : LogLevel::info));
   net::node::WorkerNodeOptions o;

@@ -10,5 +10,9 @@ enum ExitCode : int {
   exit_partial = 4,      // --keep-going run finished with failed items: outputs written, failures listed
   exit_interrupted = 130 // SIGINT/SIGTERM: stopped cleanly, nothing was written
 };
+// Not returned but documented: a crash (SIGSEGV, SIGBUS, SIGFPE, SIGILL,
+// SIGABRT) ends the process with 128 + the signal (139, 135, 136, 132, 134)
+// after exec/crash_report.hpp's report on stderr names the stage, operator,
+// plugin and item.
 
 }  // namespace flowd::cli

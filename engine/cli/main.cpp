@@ -6,6 +6,7 @@
 #include "cli/exit_codes.hpp"
 #include "flowd/abi.hpp"
 #include "flowd/version.hpp"
+#include "util/exceptions.hpp"
 
 namespace {
 
@@ -27,7 +28,8 @@ Clusters: --workers N (local processes), --listen ADDR --expect N, --key, --auth
 under srun/mpirun rank 0 coordinates and the other ranks are workers (docs/cluster.md).
 
 Exit codes: 0 ok; 1 bad command line; 2 invalid workflow or plugin (nothing ran);
-3 run failed (nothing written); 4 --keep-going run with failed items; 130 interrupted.
+3 run failed (nothing written); 4 --keep-going run with failed items; 130 interrupted;
+128+signal (139 SIGSEGV, 134 SIGABRT) a crash, reported on stderr with its stage and item.
 Documentation: docs/cli.md, docs/workflow-format.md, docs/plugin-sdk.md, docs/security.md.)";
 
 }  // namespace
@@ -61,8 +63,10 @@ int main(int argc, char** argv) {
     if (!first.empty() && first[0] != '-') return cmd_run(Args(all.begin() + 1, all.end()), all);
     std::cerr << "flowd: unknown option '" << first << "'\n" << usage << "\n";
     return exit_usage;
-  } catch (const std::exception& e) {
-    std::cerr << "flowd: " << e.what() << "\n";
+  } catch (...) {
+    // What no command handled (a plugin may throw anything): named, never
+    // std::terminate.
+    std::cerr << "flowd: " << flowd::current_exception_message("flowd") << "\n";
     return exit_run_failed;
   }
 }

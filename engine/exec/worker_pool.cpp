@@ -4,6 +4,8 @@
 #include <stdexcept>
 #include <utility>
 
+#include "exec/crash_report.hpp"
+
 namespace flowd::exec {
 
 WorkerPool::WorkerPool(std::unique_ptr<sched::ReadyQueue> queue, std::vector<sched::WorkerInfo> workers,
@@ -60,8 +62,7 @@ bool WorkerPool::run_one(const sched::WorkerInfo& worker) {
   try {
     task->run(env);
   } catch (...) {
-    std::lock_guard g(m_);
-    if (!error_) error_ = std::current_exception();
+    task_failed();
   }
   task.reset();
   const std::int64_t took = now_ns() - start;
@@ -75,6 +76,14 @@ bool WorkerPool::run_one(const sched::WorkerInfo& worker) {
   if (n) wake_locked(n);
   notify_idle_locked();
   return true;
+}
+
+void WorkerPool::task_failed() {
+  {
+    std::lock_guard g(m_);
+    if (!error_) error_ = std::current_exception();
+  }
+  if (opts_.on_task_error) opts_.on_task_error();
 }
 
 void WorkerPool::stop() {
@@ -234,6 +243,8 @@ void WorkerPool::loop(std::size_t index) {
   // Continuation is the CPU locality rule; a GPU's next task is the queue's
   // choice (PATS weighs data reuse against speedup there).
   const bool continues = opts_.continuation && info.kind == sched::WorkerKind::cpu;
+  // Operators run on this thread: a stack overflow in one is reported too.
+  const AltStack alt_stack;
   if (opts_.on_thread_start) opts_.on_thread_start(info);
   sched::TaskEnv env(info);
   std::unique_lock lk(m_);
@@ -262,8 +273,7 @@ void WorkerPool::loop(std::size_t index) {
     try {
       task->run(env);
     } catch (...) {
-      std::lock_guard g(m_);
-      if (!error_) error_ = std::current_exception();
+      task_failed();
     }
     task.reset();  // outside the lock: a task's destructor may submit work
     const std::int64_t took = now_ns() - start;

@@ -47,6 +47,10 @@ struct PoolOptions {
   // Called on each worker's thread before it takes work (e.g. to pin a GPU's
   // manager thread near its GPU).
   std::function<void(const sched::WorkerInfo&)> on_thread_start;
+  // Called on the worker's thread, inside the catch block, when an exception
+  // escapes a task (a bug: tasks handle their own failures). The owner must
+  // learn of it here: a task that never ended may be what it waits for.
+  std::function<void()> on_task_error;
 };
 
 struct PoolStats {
@@ -103,6 +107,8 @@ private:
   };
 
   void loop(std::size_t index);
+  // In a catch block: keeps the first escaped exception for wait_idle().
+  void task_failed();
   sched::TaskPtr acquire(std::size_t index, std::unique_lock<std::mutex>& lk);
   void park(std::size_t index, std::unique_lock<std::mutex>& lk);
   bool surplus(std::size_t index) const noexcept;

@@ -5,6 +5,7 @@
 
 #include "runtime/checkpoint.hpp"
 #include "runtime/remote.hpp"
+#include "util/exceptions.hpp"
 #include "util/text.hpp"
 
 namespace flowd::runtime::detail {
@@ -27,16 +28,24 @@ RunReport RunState::prepare() {
   return report;
 }
 
+// What a crash report names while a sink opens, commits or aborts: the
+// stage, with no item.
+exec::CurrentTask RunState::current_task(const StageState& s) {
+  return exec::CurrentTask(s.name(), s.op(), s.node->handle.plugin().path().native(), "");
+}
+
 bool RunState::open_sinks(RunReport& report) {
   for (auto& s : stages_) {
     if (s.pattern() != Pattern::sink) continue;
     SinkContextImpl ctx(*s.node, nullptr, log(), runner_.stop_flag(), opts().provenance);
     try {
+      const auto note = current_task(s);
       static_cast<Sink&>(*s.node->op).open(ctx);
-    } catch (const std::exception& e) {
-      report.failures.push_back({s.name(), "", e.what()});
+    } catch (...) {
+      const std::string why = current_exception_message("operator '" + s.op() + "'");
+      report.failures.push_back({s.name(), "", why});
       report.status = RunStatus::failed;
-      report.error = "stage '" + s.name() + "' could not open its output: " + e.what();
+      report.error = "stage '" + s.name() + "' could not open its output: " + why;
       log().error(report.error);
       finish_sinks(report);  // status failed: every sink aborts, in reverse order
       report.final = progress_locked();
@@ -123,7 +132,12 @@ void RunState::wait(RunReport& report, const Tick& tick, std::chrono::millisecon
 void RunState::finish(RunReport& report) {
   // No answer from the cluster after this: what is still out is abandoned.
   if (opts().remote) opts().remote->drain();
-  runner_.wait_idle();
+  try {
+    runner_.wait_idle();
+  } catch (...) {
+    // Logged when it escaped (TaskRunner::start); the sinks still abort below.
+    if (report.error.empty()) report.error = "internal error: " + current_exception_message("a task");
+  }
   runner_.stop_workers();
   {
     std::lock_guard lk(m_);
@@ -218,7 +232,10 @@ void RunState::finish_sinks(RunReport& report) {
   for (auto& s : stages_)
     if (s.pattern() == Pattern::sink) sinks.push_back(&s);
   auto abort_from = [&](std::size_t first) {
-    for (std::size_t i = sinks.size(); i-- > first;) static_cast<Sink&>(*sinks[i]->node->op).abort();
+    for (std::size_t i = sinks.size(); i-- > first;) {
+      const auto note = current_task(*sinks[i]);
+      static_cast<Sink&>(*sinks[i]->node->op).abort();
+    }
   };
   if (!opts().commit || (report.status != RunStatus::succeeded && report.status != RunStatus::completed_with_failures)) {
     abort_from(0);
@@ -228,10 +245,12 @@ void RunState::finish_sinks(RunReport& report) {
     StageState& s = *sinks[i];
     SinkContextImpl ctx(*s.node, nullptr, log(), runner_.stop_flag(), opts().provenance);
     try {
+      const auto note = current_task(s);
       static_cast<Sink&>(*s.node->op).commit(ctx);
-    } catch (const std::exception& e) {
+    } catch (...) {
       report.status = RunStatus::failed;
-      report.error = "stage '" + s.name() + "' could not commit its output: " + e.what();
+      report.error = "stage '" + s.name() +
+                     "' could not commit its output: " + current_exception_message("operator '" + s.op() + "'");
       log().error(report.error);
       abort_from(i);  // this one and the ones not committed yet; those committed stay
       return;

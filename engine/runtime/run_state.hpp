@@ -137,6 +137,7 @@ private:
   void sample_trace(std::unique_lock<std::mutex>& lk);
   Progress progress_locked() const;
   void finish_sinks(RunReport& report);
+  static exec::CurrentTask current_task(const StageState& s);
   Json config() const;
   const RunOptions& opts() const noexcept { return runner_.options(); }
   Logger& log() const noexcept { return runner_.log(); }

@@ -87,6 +87,12 @@ void TaskRunner::start() {
   pool_opts.on_thread_start = [pin](const sched::WorkerInfo& w) {
     memory::pin_current_thread(pin[static_cast<std::size_t>(w.id)]);
   };
+  // A task that throws past its own handling never reported its end, so the
+  // run could wait for it forever: stop instead.
+  pool_opts.on_task_error = [this] {
+    log_.error("internal error, stopping the run: " + current_exception_message("a task"));
+    set_stopping();
+  };
   pool_ = std::make_unique<exec::WorkerPool>(
       make_queue(opts_.scheduler, opts_.locality, opts_.transfer_impact.value_or(model_.transfer_impact())),
       workers_.workers, pool_opts);
@@ -167,7 +173,7 @@ void TaskRunner::prefetch(const Tuple& t, const sched::WorkerInfo& w) {
     std::vector<Item> scratch;
     double moved = 0;
     place(t, w.id, scratch, moved);
-  } catch (const std::exception&) {
+  } catch (...) {
     // The task places its inputs again and reports the failure as its own.
   }
 }
@@ -227,7 +233,7 @@ Execution TaskRunner::run_gpu_variant(const TaskCall& call, const Inputs& inputs
   memory::Device& dev = *workers_.devices[static_cast<std::size_t>(w.id)];
   GpuContextImpl ctx(call.node, &inputs, log_, stopping_, dev);
   Execution ex;
-  ex.outcome = call.stage.call(trace_, call.inputs.key, [&] {
+  ex.outcome = call.stage.call(trace_, call.inputs.key, &call.node, [&] {
     call.gpu->gpu(ctx);
     dev.synchronize();
     ctx.out.check_required(call.node);
@@ -243,7 +249,7 @@ Execution TaskRunner::run_cpu_variant(const TaskCall& call, const Inputs& inputs
     ctx.set_time_scale(1.0 / std::max(1e-6, model_.speedup(call.node.spec().name, sc) * sim_scale_));
   }
   Execution ex;
-  ex.outcome = call.stage.call(trace_, call.inputs.key, [&] {
+  ex.outcome = call.stage.call(trace_, call.inputs.key, &call.node, [&] {
     static_cast<const Map&>(*call.node.op).cpu(ctx);
     ctx.out.check_required(call.node);
   });

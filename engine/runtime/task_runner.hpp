@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "exec/crash_report.hpp"
 #include "runtime/carried.hpp"
 #include "runtime/contexts.hpp"
 #include "runtime/run_types.hpp"
@@ -21,6 +22,7 @@
 #include "runtime/transfers.hpp"
 #include "runtime/workers.hpp"
 #include "sched/task.hpp"
+#include "util/exceptions.hpp"
 
 namespace flowd::exec {
 class WorkerPool;
@@ -63,19 +65,28 @@ struct Stage {
   const std::string& name() const noexcept { return node->name; }
   const std::string& op() const noexcept { return node->spec().name; }
 
-  // Calls into an operator, counting it as running and its time as busy,
-  // and turns an exception into a failure charged to `key` (or to the key an
-  // ItemError names).
+  // Calls into this stage's operator, counting it as running and its time as
+  // busy, and turns an exception of any type into a failure charged to `key`
+  // (or to the key an ItemError names). A crash meanwhile is reported naming
+  // the stage, operator, plugin and item.
   template <class F> Outcome call(const trace::Recorder& clock, const std::string& key, F&& f) {
+    return call(clock, key, node, std::forward<F>(f));
+  }
+  // The same for the operator of `op` (a sub-task's), counted for this stage.
+  template <class F>
+  Outcome call(const trace::Recorder& clock, const std::string& key, const workflow::StageNode* op, F&& f) {
     Outcome o{false, {}, key};
     o.start_ns = clock.now();
     running.fetch_add(1);
     try {
+      const exec::CurrentTask note(name(), op->spec().name, op->handle.plugin().path().native(), key);
       f();
       o.ok = true;
     } catch (const std::exception& e) {
       o.error = e.what();
       o.key = failed_key(e, key);
+    } catch (...) {
+      o.error = current_exception_message("operator '" + op->spec().name + "'");
     }
     running.fetch_sub(1);
     o.end_ns = clock.now();

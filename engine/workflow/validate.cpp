@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "workflow/labels.hpp"
+#include "util/exceptions.hpp"
 #include "util/text.hpp"
 #include "workflow/diagnostics.hpp"
 
@@ -72,8 +73,9 @@ std::optional<StageNode> open_stage(const StageDecl& s, const Params& params, st
     return node;
   } catch (const ParamError& e) {
     d.add(pointer({"stages", s.name, "params", e.param()}), e.what());
-  } catch (const std::exception& e) {
-    d.add(pointer({"stages", s.name}), "operator '" + s.op + "' could not be created: " + e.what());
+  } catch (...) {
+    d.add(pointer({"stages", s.name}),
+          "operator '" + s.op + "' could not be created: " + current_exception_message("its constructor"));
   }
   return std::nullopt;
 }

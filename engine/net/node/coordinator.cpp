@@ -130,6 +130,32 @@ std::vector<std::string> Coordinator::worker_names() const {
   return names;
 }
 
+bool Coordinator::has_registered(const std::string& name) const {
+  const auto& core = *core_;
+  std::lock_guard lock(core.m);
+  return std::any_of(core.workers.begin(), core.workers.end(),
+                     [&](const auto& w) { return w.second.view.name == name; });
+}
+
+void Coordinator::expect_more_workers(int delta) {
+  auto& core = *core_;
+  {
+    std::lock_guard lock(core.m);
+    const auto n = static_cast<std::size_t>(delta < 0 ? -delta : delta);
+    core.expected = delta < 0 ? core.expected - std::min(core.expected, n) : core.expected + n;
+  }
+  core.wake();
+}
+
+void Coordinator::worker_process_ended(const std::string& name, WorkerLoss loss) {
+  auto& core = *core_;
+  {
+    std::lock_guard lock(core.m);
+    core.ended.emplace_back(name, std::move(loss));
+  }
+  core.wake();
+}
+
 bool Coordinator::takes(std::size_t stage) const {
   const auto& core = *core_;
   return stage < core.is_map.size() && core.is_map[stage] && !core.closed;

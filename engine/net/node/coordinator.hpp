@@ -57,6 +57,14 @@ struct CoordinatorOptions {
   std::function<void(LogLevel, std::string_view)> log{};
 };
 
+// How a worker was lost, for deciding which of its tasks to blame.
+struct WorkerLoss {
+  std::string reason;    // "was killed by signal 11 (SIGSEGV)", "lost (no message for ...)"
+  bool crashed = false;  // not an orderly leave: the tasks it was running are suspects
+  // The stage and item key its crash report named, when its parent read it.
+  std::optional<std::pair<std::string, std::string>> running{};
+};
+
 struct CoordinatorStats {
   std::uint64_t assigned = 0, done = 0, failed = 0, reassigned = 0, recomputed = 0, steal_requests = 0, stolen = 0,
                 fetched_by_coordinator = 0;
@@ -87,6 +95,15 @@ public:
   // impossible to run.
   void wait_for_workers(std::size_t n, std::chrono::milliseconds timeout);
   std::vector<std::string> worker_names() const;
+  // Whether a worker of that name ever registered (it may be gone since).
+  bool has_registered(const std::string& name) const;
+  // `delta` more (or fewer) registrations to wait for before a stage with no
+  // live worker is failed: a replacement for a dead local worker is coming.
+  void expect_more_workers(int delta);
+  // The worker process named `name` ended (its parent saw it): its tasks go
+  // elsewhere now, without waiting for missed heartbeats, and those it may
+  // have died of count a loss (see poison_losses). Any thread.
+  void worker_process_ended(const std::string& name, WorkerLoss loss);
 
   // Map stages, until finish().
   bool takes(std::size_t stage) const override;

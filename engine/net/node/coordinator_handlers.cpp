@@ -57,8 +57,8 @@ void Coordinator::Loop::on_message(std::vector<zmq::message_t>& frames, Turn& t)
         } else if constexpr (std::is_same_v<T, wire::StealReply>) {
           on_steal_reply(w, b, t);
         } else if constexpr (std::is_same_v<T, wire::Bye>) {
-          core.worker_gone(w.view.id, "left (bye on the task channel" + (b.reason.empty() ? "" : ": " + b.reason) + ")",
-                           t);
+          core.worker_gone(w.view.id,
+                           {"left (bye on the task channel" + (b.reason.empty() ? "" : ": " + b.reason) + ")"}, t);
         } else {
           reject_locked("rejected " + std::string(wire::to_string(m->header.type)) + " from " + w.label() +
                         ": the task channel takes hello, request_work, task_done, task_failed, steal_reply and bye");

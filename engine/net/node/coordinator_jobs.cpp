@@ -2,6 +2,8 @@
 // recomputed), what happens to it when it fails or its node is lost, and
 // recomputing a lost item from its lineage. Nothing here touches a socket:
 // messages and callbacks go into the Turn, acted on after the lock.
+#include <algorithm>
+
 #include "net/node/coordinator_state.hpp"
 
 namespace flowd::net::node {
@@ -82,7 +84,26 @@ void Coordinator::Core::requeue(JobPtr job, std::string why, Turn& t) {
   ++st.reassigned;
 }
 
-void Coordinator::Core::worker_gone(std::uint32_t id, const std::string& reason, Turn& t) {
+std::set<std::uint64_t> Coordinator::Core::suspects(const WorkerState& w, const WorkerLoss& loss) const {
+  std::set<std::uint64_t> out;
+  if (!loss.crashed) return out;
+  if (loss.running) {
+    for (const auto wid : w.tasks)
+      if (const auto j = assigned.find(wid); j != assigned.end() && j->second->key == loss.running->second &&
+                                             stages[j->second->stage].name == loss.running->first)
+        out.insert(wid);
+    if (!out.empty()) return out;
+  }
+  // Wire ids grow with each assignment and a node starts its tasks in the
+  // order they came, so the ones running were among the oldest it held.
+  for (const auto wid : w.tasks) {
+    if (out.size() >= std::max<std::uint32_t>(1, w.slots)) break;
+    out.insert(wid);
+  }
+  return out;
+}
+
+void Coordinator::Core::worker_gone(std::uint32_t id, const WorkerLoss& loss, Turn& t) {
   if (!gone.insert(id).second) return;
   const auto it = workers.find(id);
   if (it == workers.end()) {
@@ -92,16 +113,36 @@ void Coordinator::Core::worker_gone(std::uint32_t id, const std::string& reason,
   auto& w = it->second;
   w.live = false;
   by_routing.erase(w.routing);
+  const std::string how = w.label() + " " + loss.reason;
+  const auto blamed = suspects(w, loss);
   const std::vector<std::uint64_t> tasks(w.tasks.begin(), w.tasks.end());
-  for (const auto wid : tasks)
-    if (const auto j = assigned.find(wid); j != assigned.end()) requeue(j->second, w.label() + " " + reason, t);
+  std::size_t poisoned = 0;
+  for (const auto wid : tasks) {
+    const auto j = assigned.find(wid);
+    if (j == assigned.end()) continue;
+    const JobPtr job = j->second;
+    if (blamed.contains(wid)) job->losses.push_back(how);
+    if (job->losses.size() < poison_losses) {
+      requeue(job, how, t);
+      continue;
+    }
+    ++poisoned;
+    std::string list;
+    for (const auto& l : job->losses)
+      list += (list.empty() ? "" : "; ") + l;
+    fail_job(job,
+             "poison item: " + std::to_string(job->losses.size()) + " workers died while running it (" + list +
+                 "); it is not run again",
+             w.label(), t);
+  }
   w.tasks.clear();
   w.credit = 0;
   for (const auto thief : w.thieves)
     if (const auto th = workers.find(thief); th != workers.end()) th->second.steal_pending = false;
   w.thieves.clear();
-  log(LogLevel::warning, w.label() + " " + reason + "; " + std::to_string(tasks.size()) +
-                             " of its tasks go to other nodes, and the items it held are recomputed when needed");
+  log(LogLevel::warning, how + "; " + std::to_string(tasks.size() - poisoned) +
+                             " of its tasks go to other nodes, and the items it held are recomputed when needed" +
+                             (poisoned ? "; " + std::to_string(poisoned) + " failed as poison items" : ""));
   cv.notify_all();
 }
 

@@ -4,6 +4,7 @@
 // dispatcher after letting go of Core::m.
 #include <cerrno>
 #include <unistd.h>
+#include <utility>
 
 #include "net/node/coordinator_state.hpp"
 
@@ -100,7 +101,19 @@ void Coordinator::Loop::run() {
       while (auto e = membership->poll_event(std::chrono::milliseconds(0))) {
         if (e->kind == membership::MemberEventKind::joined) continue;
         std::lock_guard lock(core.m);
-        core.worker_gone(e->worker.id, std::string(membership::to_string(e->kind)) + " (" + e->reason + ")", t);
+        core.worker_gone(e->worker.id,
+                         {std::string(membership::to_string(e->kind)) + " (" + e->reason + ")",
+                          e->kind == membership::MemberEventKind::lost},
+                         t);
+      }
+      {
+        std::lock_guard lock(core.m);
+        for (auto& [name, loss] : std::exchange(core.ended, {}))
+          for (const auto& [id, w] : core.workers)
+            if (w.live && w.view.name == name) {
+              core.worker_gone(id, loss, t);
+              break;
+            }
       }
       flush_releases(t);
       {

@@ -67,9 +67,16 @@ struct Job {
   std::uint32_t worker = 0;             // while assigned
   std::uint64_t wire_id = 0;            // the current assignment's task id (never reused)
   std::vector<wire::ItemId> published;  // our own values served for this assignment
+  // Workers that died while it ran on them, as "worker 2 (host:77) was
+  // killed by signal 11 (SIGSEGV)": at poison_losses it is failed, not retried.
+  std::vector<std::string> losses;
   bool internal() const noexcept { return target != nullptr; }
 };
 using JobPtr = std::shared_ptr<Job>;
+
+// A job that ran on this many workers that died is a poison item: it is
+// failed, naming them, rather than tried until no worker is left.
+inline constexpr std::size_t poison_losses = 2;
 
 struct WorkerState {
   NodeView view;
@@ -122,6 +129,9 @@ struct Coordinator::Core final : ItemHost, std::enable_shared_from_this<Core> {
   CoordinatorStats st;
   std::atomic<bool> closed{false};
   zio::RateLimitedLog reject_log;
+  // Worker processes that ended, as their parent saw it (by worker name),
+  // for the socket thread to act on.
+  std::vector<std::pair<std::string, WorkerLoss>> ended;
 
   std::mutex release_m;  // leaf lock: taken while items die
   std::map<std::uint32_t, std::vector<wire::ItemId>> releases;
@@ -156,7 +166,13 @@ struct Coordinator::Core final : ItemHost, std::enable_shared_from_this<Core> {
   void fail_job(JobPtr job, const std::string& message, const std::string& node, Turn& t);
   // Back to ready for another node (attempt + 1), or failed after too many.
   void requeue(JobPtr job, std::string why, Turn& t);
-  void worker_gone(std::uint32_t id, const std::string& reason, Turn& t);
+  // Requeues the worker's tasks, failing those it may have died of that
+  // have now been running on poison_losses dead workers.
+  void worker_gone(std::uint32_t id, const WorkerLoss& loss, Turn& t);
+  // The tasks of `w` that may have killed it: the one its crash report
+  // names, else the ones it was running (the oldest, as a node starts its
+  // tasks in the order they came); none when it left in order.
+  std::set<std::uint64_t> suspects(const WorkerState& w, const WorkerLoss& loss) const;
 };
 
 // The sockets and the threads serving them. The task channel's socket is

@@ -39,6 +39,10 @@
 
 namespace flowd::net::node {
 
+// A node's name when WorkerNodeOptions::name is empty: "host:pid" of the
+// process `pid` on this machine.
+std::string default_node_name(long pid);
+
 struct WorkerNodeOptions {
   std::string coordinator;  // the coordinator's membership endpoint (tcp://host:port, ipc://...)
   // Own key pair + the coordinator's public key. The node's item server uses

@@ -18,13 +18,13 @@ namespace {
 // messages are small; what does not fit waits in the outbox, never dropped.
 constexpr int task_sndhwm = 10000;
 
-std::string default_name() { return cluster::local_hostname() + ":" + std::to_string(::getpid()); }
-
 }  // namespace
+
+std::string default_node_name(long pid) { return cluster::local_hostname() + ":" + std::to_string(pid); }
 
 WorkerNode::Impl::Impl(WorkerNodeOptions o, Logger& l) : options(std::move(o)), log(l) {
   netlog = [this](LogLevel level, std::string_view m) { log.log(level, m); };
-  name = options.name.empty() ? default_name() : options.name;
+  name = options.name.empty() ? default_node_name(::getpid()) : options.name;
   if (options.coordinator.empty()) throw Error("worker node: no coordinator endpoint given");
   try {
     join();
