@@ -284,7 +284,7 @@ Workflow load_workflow(const fs::path& file, const std::vector<Override>& overri
   try {
     text = read_file(file);
   } catch (const Error& e) {
-    throw ValidationError(name, {{name, std::string("cannot read the workflow file: ") + e.what()}});
+    throw ValidationError(name, {{name, e.what()}});
   }
   Workflow w = parse_workflow(text, file.string(), overrides, file.parent_path());
   w.file = file;
