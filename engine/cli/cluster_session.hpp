@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cli/cluster_options.hpp"
+#include "cli/exit_codes.hpp"
 #include "cli/local_workers.hpp"
 #include "net/cluster/launcher.hpp"
 #include "net/node/coordinator.hpp"
@@ -25,10 +26,23 @@ struct SessionContext {
   std::optional<net::cluster::LaunchInfo> launch;  // rank 0 of srun/mpirun
 };
 
+// Why a session could not start, with the exit code it means
+// (docs/cli.md): options that do not go together are a bad command line
+// (1), unusable key files are refused input (2), and what goes wrong once
+// the coordinator runs (an address in use, workers that never join within
+// --wait-workers) is a failed run (3).
+class SessionError : public Error {
+public:
+  SessionError(ExitCode code, const std::string& message) : Error(message), code_(code) {}
+  ExitCode code() const noexcept { return code_; }
+
+private:
+  ExitCode code_;
+};
+
 class ClusterSession {
 public:
-  // nullptr when the options ask for no cluster. Throws flowd::Error (bad
-  // keys, endpoints refused, workers that never joined).
+  // nullptr when the options ask for no cluster. Throws SessionError.
   static std::unique_ptr<ClusterSession> start(const ClusterOptions& o, const SessionContext& ctx,
                                                const workflow::Graph& graph, const runtime::RunOptions& ro, Logger& log);
   ~ClusterSession();
@@ -42,6 +56,10 @@ public:
 
 private:
   ClusterSession() = default;
+  // start() once the options are known to go together.
+  static std::unique_ptr<ClusterSession> start_checked(const ClusterOptions& o, const SessionContext& ctx,
+                                                       const workflow::Graph& graph, const runtime::RunOptions& ro,
+                                                       Logger& log);
   std::unique_ptr<net::node::Coordinator> coordinator_;
   std::unique_ptr<LocalWorkers> local_;
 };

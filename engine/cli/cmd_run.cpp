@@ -200,6 +200,9 @@ int run_as_launched_worker(const net::cluster::LaunchInfo& launch, const CommonO
     w.gpus = runtime::GpuSpec::parse(e.gpu.empty() ? "all" : e.gpu);
     w.labels = node_labels(labels, rank);
     w.interrupt = &signals.interrupted();
+  } catch (const net::cluster::RendezvousTimeout& ex) {
+    log.error(ex.what());
+    return exit_run_failed;
   } catch (const std::exception& ex) {
     log.error(ex.what());
     return exit_usage;
@@ -302,9 +305,9 @@ int cmd_run(const Args& args, const std::vector<std::string>& full_command_line)
         ro.max_in_flight = session->default_in_flight(
             ro.cpu_workers > 0 ? ro.cpu_workers : static_cast<int>(std::thread::hardware_concurrency()));
     }
-  } catch (const std::exception& ex) {
+  } catch (const SessionError& ex) {
     log.error(ex.what());
-    return exit_usage;
+    return ex.code();
   }
 
   ProgressView view(log, !no_progress && !o.quiet);

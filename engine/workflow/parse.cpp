@@ -4,6 +4,8 @@
 #include "util/fs.hpp"
 #include "util/text.hpp"
 #include "workflow/diagnostics.hpp"
+#include "workflow/json_reader.hpp"
+#include "workflow/substitute.hpp"
 #include "workflow/workflow.hpp"
 
 namespace flowd::workflow {
@@ -37,158 +39,42 @@ void check_keys(const OrderedJson& obj, const std::vector<std::string>& allowed,
                 Diagnostics& d) {
   for (const auto& [key, v] : obj.items())
     if (std::find(allowed.begin(), allowed.end(), key) == allowed.end())
-      d.add(at + pointer({key}), "unknown field '" + key + "'" + did_you_mean(key, allowed) + "; allowed: " +
-                                     join(allowed, ", "));
-}
-
-// JSON parsing that also rejects duplicate keys, which nlohmann would
-// silently resolve by keeping the last one.
-OrderedJson parse_strict(std::string_view text, const std::string& display, Diagnostics& d) {
-  struct Frame {
-    bool object;
-    std::set<std::string> keys;
-    std::string path;
-    std::size_t index = 0;
-    std::string pending_key;
-  };
-  std::vector<Frame> stack;
-  auto child_path = [&]() -> std::string {
-    if (stack.empty()) return "";
-    auto& f = stack.back();
-    return f.path + (f.object ? pointer({f.pending_key}) : "/" + std::to_string(f.index++));
-  };
-  OrderedJson::parser_callback_t cb = [&](int, nlohmann::json::parse_event_t ev, OrderedJson& parsed) {
-    using E = nlohmann::json::parse_event_t;
-    switch (ev) {
-      case E::object_start: {
-        std::string p = child_path();
-        stack.push_back({true, {}, std::move(p), 0, {}});
-        break;
-      }
-      case E::array_start: {
-        std::string p = child_path();
-        stack.push_back({false, {}, std::move(p), 0, {}});
-        break;
-      }
-      case E::object_end:
-      case E::array_end: stack.pop_back(); break;
-      case E::key: {
-        auto& f = stack.back();
-        f.pending_key = parsed.get<std::string>();
-        if (!f.keys.insert(f.pending_key).second)
-          d.add(f.path + pointer({f.pending_key}), "duplicate key '" + f.pending_key + "' (only one is allowed)");
-        break;
-      }
-      case E::value:
-        if (!stack.empty() && !stack.back().object) ++stack.back().index;
-        break;
-    }
-    return true;
-  };
-  try {
-    return OrderedJson::parse(text.begin(), text.end(), cb);
-  } catch (const nlohmann::json::parse_error& e) {
-    std::size_t line = 1, col = 1;
-    const std::size_t end = std::min<std::size_t>(e.byte > 0 ? e.byte - 1 : 0, text.size());
-    for (std::size_t i = 0; i < end; ++i) {
-      if (text[i] == '\n') ++line, col = 1;
-      else ++col;
-    }
-    std::string msg = e.what();
-    if (auto colon = msg.find(": "); colon != std::string::npos && msg.find("parse error") != std::string::npos)
-      msg = msg.substr(colon + 2);
-    throw ValidationError(display, {{display + ":" + std::to_string(line) + ":" + std::to_string(col),
-                                     "invalid JSON: " + msg}});
-  }
+      d.add(at + pointer({key}),
+            "unknown field '" + key + "'" + did_you_mean(key, allowed) + "; allowed: " + join(allowed, ", "));
 }
 
 Json from_ordered(const OrderedJson& j) { return Json::parse(j.dump()); }
 
-class Substituter {
-public:
-  Substituter(const OrderedJson& vars, Diagnostics& d) : vars_(vars), d_(d) {}
+// Not OrderedJson::parse: its objects look every key up as they insert it,
+// quadratic in an object's size (50 000 variables took seconds).
+OrderedJson to_ordered(const Json& j) { return read_json(j.dump()).value; }
 
-  Json var(const std::string& name, const std::string& at) {
-    if (auto it = done_.find(name); it != done_.end()) return it->second;
-    if (!vars_.contains(name)) {
-      std::vector<std::string> names;
-      for (const auto& [k, v] : vars_.items()) names.push_back(k);
-      d_.add(at, "undefined variable '" + name + "'" + did_you_mean(name, names) +
-                     (names.empty() ? "; the workflow defines no variables" : "; defined: " + join(names, ", ")));
-      return Json();
-    }
-    if (active_.count(name)) {
-      d_.add(pointer({"vars", name}), "variable '" + name + "' refers to itself through ${...}");
-      return Json();
-    }
-    active_.insert(name);
-    Json v = value(from_ordered(vars_[name]), pointer({"vars", name}));
-    active_.erase(name);
-    return done_[name] = v;
-  }
-
-  // Substitutes ${name} in every string inside `v`. A string that is exactly
-  // "${name}" takes the variable's value with its JSON type; "$${" is a
-  // literal "${".
-  Json value(const Json& v, const std::string& at) {
-    if (v.is_array()) {
-      Json out = Json::array();
-      for (std::size_t i = 0; i < v.size(); ++i) out.push_back(value(v[i], at + "/" + std::to_string(i)));
-      return out;
-    }
-    if (v.is_object()) {
-      Json out = Json::object();
-      for (const auto& [k, x] : v.items()) out[k] = value(x, at + pointer({k}));
-      return out;
-    }
-    if (!v.is_string()) return v;
-    const std::string s = v.get<std::string>();
-    if (s.size() > 3 && s.starts_with("${") && s.ends_with("}") && s.find("${", 2) == std::string::npos &&
-        s.find('}') == s.size() - 1)
-      return var(s.substr(2, s.size() - 3), at);
-    std::string out;
-    for (std::size_t i = 0; i < s.size();) {
-      if (s.compare(i, 3, "$${") == 0) {
-        out += "${";
-        i += 3;
-      } else if (s.compare(i, 2, "${") == 0) {
-        const auto close = s.find('}', i + 2);
-        if (close == std::string::npos) {
-          d_.add(at, "unterminated '${' in \"" + s + "\"");
-          return v;
-        }
-        const Json x = var(s.substr(i + 2, close - i - 2), at);
-        out += x.is_string() ? x.get<std::string>() : (x.is_null() ? "" : x.dump());
-        i = close + 1;
-      } else {
-        out += s[i++];
-      }
-    }
-    return out;
-  }
-
-private:
-  const OrderedJson& vars_;
-  Diagnostics& d_;
-  std::map<std::string, Json> done_;
-  std::set<std::string> active_;
-};
+// A --set value in a message: long values (a generated one, say) cut short.
+std::string abbreviated(const std::string& value) {
+  constexpr std::size_t keep = 60;
+  return value.size() <= keep ? value : value.substr(0, keep) + "...(" + std::to_string(value.size()) + " bytes)";
+}
 
 void apply_overrides(OrderedJson& doc, const std::vector<Override>& overrides, Diagnostics& d) {
   for (const auto& o : overrides) {
-    const std::string where = "--set " + o.target + "=" + o.value;
-    OrderedJson value;
-    try {
-      value = OrderedJson::parse(o.value);
-    } catch (const std::exception&) {
-      value = o.value;
-    }
+    const std::string where = "--set " + o.target + "=" + abbreviated(o.value);
     const auto dot = o.target.find('.');
+    // Levels above the value: the document, "vars" / "stages", stage, "params".
+    const std::size_t above = dot == std::string::npos ? 2 : 4;
+    JsonRead parsed = read_json(o.value, max_nesting_depth - above);
+    if (parsed.failure == JsonRead::Failure::too_deep) {
+      d.add(where, "the value has " + parsed.message + " (the document's limit, " + std::to_string(max_nesting_depth) +
+                       ", counts the " + std::to_string(above) + " levels above the value)");
+      continue;
+    }
+    // Not JSON: the text itself, as a string.
+    OrderedJson value = parsed.failure == JsonRead::Failure::none ? std::move(parsed.value) : OrderedJson(o.value);
     if (dot == std::string::npos) {
       if (!doc.contains("vars") || !doc["vars"].is_object() || !doc["vars"].contains(o.target)) {
         std::vector<std::string> names;
         if (doc.contains("vars") && doc["vars"].is_object())
-          for (const auto& [k, v] : doc["vars"].items()) names.push_back(k);
+          for (const auto& [k, v] : doc["vars"].items())
+            names.push_back(k);
         d.add(where, "the workflow has no variable '" + o.target + "'" + did_you_mean(o.target, names) +
                          (names.empty() ? "" : "; variables: " + join(names, ", ")) +
                          " (use stage.param=value for a parameter)");
@@ -201,7 +87,8 @@ void apply_overrides(OrderedJson& doc, const std::vector<Override>& overrides, D
     if (!doc.contains("stages") || !doc["stages"].is_object() || !doc["stages"].contains(stage)) {
       std::vector<std::string> names;
       if (doc.contains("stages") && doc["stages"].is_object())
-        for (const auto& [k, v] : doc["stages"].items()) names.push_back(k);
+        for (const auto& [k, v] : doc["stages"].items())
+          names.push_back(k);
       d.add(where, "the workflow has no stage '" + stage + "'" + did_you_mean(stage, names));
       continue;
     }
@@ -221,7 +108,15 @@ void apply_overrides(OrderedJson& doc, const std::vector<Override>& overrides, D
 Workflow parse_workflow(std::string_view text, const std::string& display, const std::vector<Override>& overrides,
                         const fs::path& base_dir) {
   Diagnostics d;
-  OrderedJson doc = parse_strict(text, display, d);
+  JsonRead parsed = read_json(text);
+  if (parsed.failure == JsonRead::Failure::syntax)
+    throw ValidationError(display, {{display + ":" + line_column(text, parsed.byte), parsed.message}});
+  if (parsed.failure == JsonRead::Failure::too_deep)
+    throw ValidationError(display, {{shorten_pointer(parsed.pointer),
+                                     parsed.message + " (" + display + ":" + line_column(text, parsed.byte) + ")"}});
+  for (auto& dup : parsed.duplicates)
+    d.add(std::move(dup.where), std::move(dup.message));
+  OrderedJson doc = std::move(parsed.value);
   if (!doc.is_object()) throw ValidationError(display, {{"/", "a workflow is a JSON object, got " + type_name(doc)}});
   apply_overrides(doc, overrides, d);
 
@@ -237,7 +132,8 @@ Workflow parse_workflow(std::string_view text, const std::string& display, const
                           std::to_string(format_version));
   }
   for (const char* key : {"name", "description"})
-    if (doc.contains(key) && !doc[key].is_string()) d.add(pointer({key}), "expected a string, got " + type_name(doc[key]));
+    if (doc.contains(key) && !doc[key].is_string())
+      d.add(pointer({key}), "expected a string, got " + type_name(doc[key]));
   w.name = doc.value("name", display);
   w.description = doc.value("description", "");
 
@@ -255,17 +151,23 @@ Workflow parse_workflow(std::string_view text, const std::string& display, const
     }
   }
   Substituter sub(vars, d);
-  for (const auto& [k, v] : vars.items()) w.vars[k] = sub.var(k, pointer({"vars", k}));
+  for (const auto& [k, v] : vars.items()) {
+    const std::string at = pointer({"vars", k});
+    w.vars[k] = sub.var(k, Where(at));
+  }
 
   if (doc.contains("plugin_path")) {
     const auto& pp = doc["plugin_path"];
-    std::vector<std::pair<Json, std::string>> entries;
-    if (pp.is_string()) entries.emplace_back(from_ordered(pp), "/plugin_path");
+    std::vector<std::pair<const OrderedJson*, std::string>> entries;
+    if (pp.is_string())
+      entries.emplace_back(&pp, "/plugin_path");
     else if (pp.is_array())
-      for (std::size_t i = 0; i < pp.size(); ++i) entries.emplace_back(from_ordered(pp[i]), "/plugin_path/" + std::to_string(i));
-    else d.add("/plugin_path", "expected a path or an array of paths, got " + type_name(pp));
+      for (std::size_t i = 0; i < pp.size(); ++i)
+        entries.emplace_back(&pp[i], "/plugin_path/" + std::to_string(i));
+    else
+      d.add("/plugin_path", "expected a path or an array of paths, got " + type_name(pp));
     for (auto& [e, at] : entries) {
-      const Json v = sub.value(e, at);
+      const Json v = sub.value(*e, Where(at));
       if (!v.is_string()) {
         d.add(at, "expected a path string");
         continue;
@@ -291,23 +193,31 @@ Workflow parse_workflow(std::string_view text, const std::string& display, const
       check_keys(s, stage_keys, at, d);
       StageDecl st;
       st.name = name;
-      if (!s.contains("op")) d.add(at + "/op", "missing; name the operator this stage runs (see `flowd plugins`)");
-      else if (!s["op"].is_string()) d.add(at + "/op", "expected an operator name, got " + type_name(s["op"]));
-      else st.op = s["op"].get<std::string>();
+      if (!s.contains("op"))
+        d.add(at + "/op", "missing; name the operator this stage runs (see `flowd plugins`)");
+      else if (!s["op"].is_string())
+        d.add(at + "/op", "expected an operator name, got " + type_name(s["op"]));
+      else
+        st.op = s["op"].get<std::string>();
       if (s.contains("doc") && s["doc"].is_string()) st.doc = s["doc"].get<std::string>();
       if (s.contains("params")) {
-        if (!s["params"].is_object()) d.add(at + "/params", "expected an object, got " + type_name(s["params"]));
+        if (!s["params"].is_object())
+          d.add(at + "/params", "expected an object, got " + type_name(s["params"]));
         else {
-          st.params = sub.value(from_ordered(s["params"]), at + "/params");
-          s["params"] = OrderedJson::parse(st.params.dump());
+          const std::string params_at = at + "/params";
+          st.params = sub.value(s["params"], Where(params_at));
+          s["params"] = to_ordered(st.params);
         }
       }
       if (s.contains("inputs")) {
-        if (!s["inputs"].is_object()) d.add(at + "/inputs", "expected an object of port: \"stage.port\", got " + type_name(s["inputs"]));
+        if (!s["inputs"].is_object())
+          d.add(at + "/inputs", "expected an object of port: \"stage.port\", got " + type_name(s["inputs"]));
         else
           for (const auto& [port, ref] : s["inputs"].items()) {
-            if (!ref.is_string()) d.add(at + pointer({"inputs", port}), "expected \"stage.port\", got " + type_name(ref));
-            else st.inputs[port] = ref.get<std::string>();
+            if (!ref.is_string())
+              d.add(at + pointer({"inputs", port}), "expected \"stage.port\", got " + type_name(ref));
+            else
+              st.inputs[port] = ref.get<std::string>();
           }
       }
       if (s.contains("labels")) st.labels = from_ordered(s["labels"]);  // checked by validate()
@@ -322,43 +232,59 @@ Workflow parse_workflow(std::string_view text, const std::string& display, const
     } else {
       check_keys(r, run_keys, "/run", d);
       if (r.contains("scheduler")) {
-        if (r["scheduler"].is_string()) w.run.scheduler = r["scheduler"].get<std::string>();
-        else d.add("/run/scheduler", "expected a string, got " + type_name(r["scheduler"]));
+        if (r["scheduler"].is_string())
+          w.run.scheduler = r["scheduler"].get<std::string>();
+        else
+          d.add("/run/scheduler", "expected a string, got " + type_name(r["scheduler"]));
       }
       if (r.contains("cpu")) {
-        if (r["cpu"].is_number_integer() && r["cpu"].get<int>() >= 0) w.run.cpu = r["cpu"].get<int>();
-        else d.add("/run/cpu", "expected a worker count >= 0 (0 = all cores), got " + r["cpu"].dump());
+        if (r["cpu"].is_number_integer() && r["cpu"].get<int>() >= 0)
+          w.run.cpu = r["cpu"].get<int>();
+        else
+          d.add("/run/cpu", "expected a worker count >= 0 (0 = all cores), got " + r["cpu"].dump());
       }
       if (r.contains("gpu")) {
         const auto& g = r["gpu"];
-        if (g.is_string()) w.run.gpu = g.get<std::string>();
-        else if (g.is_number_integer() && g.get<int>() >= 0) w.run.gpu = std::to_string(g.get<int>());
-        else d.add("/run/gpu", "expected \"none\", \"all\" or a count, got " + g.dump());
+        if (g.is_string())
+          w.run.gpu = g.get<std::string>();
+        else if (g.is_number_integer() && g.get<int>() >= 0)
+          w.run.gpu = std::to_string(g.get<int>());
+        else
+          d.add("/run/gpu", "expected \"none\", \"all\" or a count, got " + g.dump());
       }
       if (r.contains("keep_going")) {
-        if (r["keep_going"].is_boolean()) w.run.keep_going = r["keep_going"].get<bool>();
-        else d.add("/run/keep_going", "expected true or false, got " + type_name(r["keep_going"]));
+        if (r["keep_going"].is_boolean())
+          w.run.keep_going = r["keep_going"].get<bool>();
+        else
+          d.add("/run/keep_going", "expected true or false, got " + type_name(r["keep_going"]));
       }
       if (r.contains("max_in_flight")) {
         if (r["max_in_flight"].is_number_integer() && r["max_in_flight"].get<int>() >= 1)
           w.run.max_in_flight = r["max_in_flight"].get<int>();
-        else d.add("/run/max_in_flight", "expected an integer >= 1, got " + r["max_in_flight"].dump());
+        else
+          d.add("/run/max_in_flight", "expected an integer >= 1, got " + r["max_in_flight"].dump());
       }
     }
   }
 
   w.problems = d.items();
-  doc["vars"] = OrderedJson::parse(Json(w.vars).dump());
+  doc["vars"] = to_ordered(Json(w.vars));
   w.resolved = std::move(doc);
   return w;
 }
 
 Workflow load_workflow(const fs::path& file, const std::vector<Override>& overrides) {
+  const std::string name = file.string();
+  // A directory opens as a stream that reads nothing: said plainly, not as
+  // a JSON syntax error at 1:1.
+  std::error_code ec;
+  if (fs::is_directory(file, ec))
+    throw ValidationError(name, {{name, name + " is a directory, not a workflow file (give the .json file in it)"}});
   std::string text;
   try {
     text = read_file(file);
   } catch (const Error& e) {
-    throw ValidationError(file.string(), {{file.string(), e.what()}});
+    throw ValidationError(name, {{name, e.what()}});
   }
   Workflow w = parse_workflow(text, file.string(), overrides, file.parent_path());
   w.file = file;

@@ -1,12 +1,13 @@
 #include "image_input.hpp"
 
-#include <fnmatch.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cstdint>
+#include <cstdlib>
+#include <fnmatch.h>
 #include <system_error>
+#include <unistd.h>
 
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
@@ -24,7 +25,8 @@ constexpr const char* extension_list = "png, tif, tiff, jpg, jpeg, bmp";
 
 bool has_image_extension(const fs::path& p) {
   std::string ext = p.extension().string();
-  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::transform(ext.begin(), ext.end(), ext.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return std::find_if(std::begin(extensions), std::end(extensions), [&](const char* e) { return ext == e; }) !=
          std::end(extensions);
 }
@@ -55,14 +57,47 @@ ColorMode parse_mode(const std::string& s) {
   throw Error("cannot read image '" + file.string() + "': " + why);
 }
 
+// OpenCV refuses to decode images over these (imgcodecs' validateInputImageSize),
+// with its internal check as the only message. The pixel limit can be changed
+// with the environment variable, which OpenCV reads once, as here.
+std::uint64_t max_image_pixels() {
+  if (const char* env = std::getenv("OPENCV_IO_MAX_IMAGE_PIXELS"); env && *env) {
+    char* end = nullptr;
+    const unsigned long long v = std::strtoull(env, &end, 10);
+    if (end && *end == '\0' && v > 0) return v;
+  }
+  return std::uint64_t{1} << 30;
+}
+constexpr std::int64_t max_image_side = std::int64_t{1} << 20;  // CV_IO_MAX_IMAGE_WIDTH and _HEIGHT
+
+// Said before OpenCV tries, when the header tells the size.
+void check_decodable_size(const fs::path& file) {
+  const auto size = peek_image_size(file);
+  if (!size) return;
+  const auto w = static_cast<std::int64_t>(size->width), h = static_cast<std::int64_t>(size->height);
+  const std::uint64_t pixels = static_cast<std::uint64_t>(w) * static_cast<std::uint64_t>(h),
+                      limit = max_image_pixels();
+  const std::string dims = std::to_string(w) + " x " + std::to_string(h);
+  if (w > max_image_side || h > max_image_side)
+    cannot_read(file, dims + " pixels: a side over " + std::to_string(max_image_side) +
+                          " pixels, which OpenCV cannot decode; cut it into tiles (files) first");
+  if (pixels > limit)
+    cannot_read(file, dims + " = " + std::to_string(pixels) + " pixels, over OpenCV's limit of " +
+                          std::to_string(limit) +
+                          " pixels per image; cut it into tiles (files) first, or raise the limit with the "
+                          "environment variable OPENCV_IO_MAX_IMAGE_PIXELS=" +
+                          std::to_string(pixels) + " if this machine has the memory");
+}
+
 }  // namespace
 
 std::vector<ParamSpec> InputOptions::specs() {
   std::vector<ParamSpec> p;
   p.push_back(ParamSpec::string("path").doc(
       "an image file, a folder of images, or synthetic:blobs?width=W&height=H&count=N&seed=S"));
-  p.push_back(ParamSpec::string("pattern", "*").doc(
-      "for a folder: shell glob on file names (* ? [...]); only png/tif/tiff/jpg/jpeg/bmp files, never hidden ones"));
+  p.push_back(ParamSpec::string("pattern", "*")
+                  .doc("for a folder: shell glob on file names (* ? [...]); only png/tif/tiff/jpg/jpeg/bmp files, "
+                       "never hidden ones"));
   p.push_back(ParamSpec::boolean("recursive", false).doc("for a folder: also list its sub-folders"));
   p.push_back(ParamSpec::string("mode", "color")
                   .choices({"color", "grey", "unchanged"})
@@ -97,8 +132,7 @@ ImageSet ImageSet::resolve(const InputOptions& options) {
     set.files_.push_back({root.stem().string(), root});
     return set;
   }
-  if (!fs::is_directory(status))
-    throw Error("input path '" + options.path + "' is neither an image file nor a folder");
+  if (!fs::is_directory(status)) throw Error("input path '" + options.path + "' is neither an image file nor a folder");
 
   std::vector<File> found;
   auto consider = [&](const fs::directory_entry& e) {
@@ -108,11 +142,14 @@ ImageSet ImageSet::resolve(const InputOptions& options) {
   try {
     if (options.recursive) {
       for (auto it = fs::recursive_directory_iterator(root); it != fs::recursive_directory_iterator(); ++it) {
-        if (it->is_directory() && hidden(it->path())) it.disable_recursion_pending();
-        else consider(*it);
+        if (it->is_directory() && hidden(it->path()))
+          it.disable_recursion_pending();
+        else
+          consider(*it);
       }
     } else {
-      for (const auto& e : fs::directory_iterator(root)) consider(e);
+      for (const auto& e : fs::directory_iterator(root))
+        consider(e);
     }
   } catch (const fs::filesystem_error& e) {
     throw Error("cannot list input folder '" + options.path + "': " + e.code().message() +
@@ -167,6 +204,7 @@ cv::Mat decode_image_file(const fs::path& file, ColorMode mode) {
   std::error_code ec;
   if (!fs::exists(file, ec)) cannot_read(file, "no such file");
   if (::access(file.c_str(), R_OK) != 0) cannot_read(file, std::error_code(errno, std::generic_category()).message());
+  check_decodable_size(file);
   int flags = cv::IMREAD_UNCHANGED;
   if (mode == ColorMode::color) flags = cv::IMREAD_COLOR | cv::IMREAD_ANYDEPTH | cv::IMREAD_IGNORE_ORIENTATION;
   if (mode == ColorMode::grey) flags = cv::IMREAD_GRAYSCALE | cv::IMREAD_ANYDEPTH | cv::IMREAD_IGNORE_ORIENTATION;
@@ -174,6 +212,11 @@ cv::Mat decode_image_file(const fs::path& file, ColorMode mode) {
   try {
     m = cv::imread(file.string(), flags);
   } catch (const cv::Exception& e) {
+    // A size the header peek could not read but OpenCV's check refused.
+    if (e.err.find("CV_IO_MAX_IMAGE") != std::string::npos)
+      cannot_read(file, "over OpenCV's image size limits (" + std::to_string(max_image_pixels()) +
+                            " pixels, OPENCV_IO_MAX_IMAGE_PIXELS; " + std::to_string(max_image_side) +
+                            " per side); cut it into tiles (files) first");
     cannot_read(file, e.err);
   }
   if (m.empty()) cannot_read(file, "not a supported image or corrupt");

@@ -170,7 +170,7 @@ Rendezvous wait_for_rendezvous(const fs::path& path, const WaitOptions& options)
                                      options.expected_job_id + " (a leftover of an earlier run?)";
       msg += " within " + std::to_string(waited) +
              " ms; is rank 0 running, and is the path on a filesystem every node shares?";
-      throw Error(msg);
+      throw RendezvousTimeout(msg);
     }
     std::this_thread::sleep_for(std::min<clock::duration>(options.poll_interval, deadline - now));
   }

@@ -22,6 +22,7 @@
 #include <optional>
 #include <string>
 
+#include "flowd/error.hpp"
 #include "net/cluster/launcher.hpp"
 
 namespace flowd::net::cluster {
@@ -39,6 +40,13 @@ void write_rendezvous(const std::filesystem::path& path, const Rendezvous& r);
 // Throws flowd::Error naming the path when it is missing or malformed.
 Rendezvous read_rendezvous(const std::filesystem::path& path);
 
+// The rendezvous file did not appear (or stayed another job's) in time: the
+// run failed, unlike a malformed file or a missing setting.
+class RendezvousTimeout : public Error {
+public:
+  using Error::Error;
+};
+
 struct WaitOptions {
   std::chrono::milliseconds timeout{std::chrono::minutes(5)};
   std::chrono::milliseconds poll_interval{std::chrono::milliseconds(200)};
@@ -48,7 +56,7 @@ struct WaitOptions {
 };
 
 // Polls until the file exists and belongs to this job. On timeout throws
-// flowd::Error naming the file and how long it waited (and the stale job id
+// RendezvousTimeout naming the file and how long it waited (and the stale job id
 // it saw, if any). A malformed file fails at once: writes are atomic, so
 // it is not a file still being written.
 Rendezvous wait_for_rendezvous(const std::filesystem::path& path, const WaitOptions& options);

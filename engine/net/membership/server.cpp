@@ -32,6 +32,9 @@ struct MembershipServer::Impl {
   // must cover from the start): see security/zap.hpp.
   std::unique_ptr<security::ZapHandler> zap;
   zmq::socket_t socket;
+  // Logs refused connections (with CURVE); reset by the thread before it
+  // closes the socket.
+  std::unique_ptr<security::HandshakeMonitor> monitor;
   std::map<std::string, Member> members;  // by routing id
   mutable std::mutex members_m;           // members is read by workers()
   std::uint32_t next_id = 1;
@@ -53,7 +56,10 @@ struct MembershipServer::Impl {
     // Control messages are small: a peer announcing a bigger frame is cut
     // off by libzmq before anything is allocated for it.
     socket.set(zmq::sockopt::maxmsgsize, static_cast<std::int64_t>(options.limits.max_header_bytes));
-    if (options.curve) security::configure_curve_server(socket, *zap, options.curve->server);
+    if (options.curve) {
+      security::configure_curve_server(socket, *zap, options.curve->server);
+      monitor = std::make_unique<security::HandshakeMonitor>(ctx, socket, options.log);
+    }
   }
 
   std::chrono::milliseconds loss_after() const { return options.heartbeat_period * options.missed_heartbeats; }
@@ -219,6 +225,7 @@ struct MembershipServer::Impl {
     for (const auto& [peer, m] : members) send(peer, wire::Bye{"coordinator shutting down"});
     // Long enough for the byes to leave on a live link, short enough that a
     // dead peer does not hold up shutdown.
+    monitor.reset();
     socket.set(zmq::sockopt::linger, 250);
     socket.close();
   }

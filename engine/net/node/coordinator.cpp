@@ -70,7 +70,10 @@ Coordinator::Coordinator(const workflow::Graph& graph, RunConfig config, Coordin
   l.socket.set(zmq::sockopt::router_mandatory, true);
   l.socket.set(zmq::sockopt::sndhwm, 10000);
   l.socket.set(zmq::sockopt::maxmsgsize, static_cast<std::int64_t>(l.limits.max_header_bytes));
-  if (opt.curve) security::configure_curve_server(l.socket, *l.zap, opt.curve->server);
+  if (opt.curve) {
+    security::configure_curve_server(l.socket, *l.zap, opt.curve->server);
+    l.monitor = std::make_unique<security::HandshakeMonitor>(l.ctx, l.socket, opt.log);
+  }
   l.task_endpoint = cluster::advertise_as(security::secure_bind(l.socket, bind_for(opt.bind_host_endpoint, "task")),
                                           opt.advertise_host);
 

@@ -137,6 +137,7 @@ void Coordinator::Loop::run() {
   }
   try {
     send_all();
+    monitor.reset();
     socket.set(zmq::sockopt::linger, 250);
     socket.close();
   } catch (const std::exception&) {

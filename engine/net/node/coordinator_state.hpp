@@ -187,6 +187,9 @@ struct Coordinator::Loop {
   // After the context, before the socket (security/zap.hpp).
   std::unique_ptr<security::ZapHandler> zap;
   zmq::socket_t socket;
+  // Logs refused connections (with CURVE); reset by the thread before it
+  // closes the socket.
+  std::unique_ptr<security::HandshakeMonitor> monitor;
   std::unique_ptr<membership::MembershipServer> membership;
   std::string task_endpoint;
   wire::Limits limits{};

@@ -356,7 +356,14 @@ AuthorisedKeys AuthorisedKeys::parse(std::string_view text, const std::string& o
 }
 
 AuthorisedKeys AuthorisedKeys::load(const fs::path& path) {
-  return parse(read_small_file(path, "authorised keys file"), path.string());
+  auto keys = parse(read_small_file(path, "authorised keys file"), path.string());
+  // A coordinator started with it would refuse every worker, and the run
+  // would only end at --wait-workers: almost surely the wrong file.
+  if (keys.empty())
+    throw Error("authorised keys file " + path.string() +
+                " lists no keys, so every worker would be refused; add one line per worker: its public key and a "
+                "name (`flowd keygen NAME` on the worker prints the line)");
+  return keys;
 }
 
 void AuthorisedKeys::add(const std::string& public_key, std::string name) {

@@ -89,6 +89,8 @@ void save_public_key(const std::filesystem::path& path, std::string_view public_
 class AuthorisedKeys {
 public:
   static AuthorisedKeys parse(std::string_view text, const std::string& origin);
+  // A file that lists no keys (empty, or only comments) is refused: no
+  // worker could join.
   static AuthorisedKeys load(const std::filesystem::path& path);
 
   // Throws flowd::Error on a malformed key or a key already present.

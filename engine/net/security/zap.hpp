@@ -41,7 +41,8 @@ struct ZapOptions {
   // want ephemeral keys; flowd's own --workers mode uses keys anyway.
   bool allow_local_null = false;
   // A refused peer reconnects every ZMQ_RECONNECT_IVL (100 ms by default):
-  // log each (address, key) once per interval, with the count of repeats.
+  // log each (address, key) once per interval, and how many more came in it
+  // in one line when the interval ends.
   std::chrono::milliseconds refusal_log_interval{std::chrono::seconds(60)};
 };
 
@@ -103,14 +104,19 @@ std::string secure_bind(zmq::socket_ref socket, std::string_view endpoint);
 // Connects after the same check: without CURVE only to local endpoints.
 void secure_connect(zmq::socket_ref socket, std::string_view endpoint);
 
-// Logs handshakes that fail before any key is checked (a peer without CURVE,
-// a wrong server key, garbage on the port): libzmq never asks ZAP about
-// those, so the ZAP handler cannot log them. ZeroMQ reports the local
-// endpoint for them, not the peer's address. Refusals by ZAP are logged by
-// the ZapHandler (with address and key) and not repeated here.
+// Logs the refused connections the ZAP handler never hears of, with the
+// peer's address when it can be read: a peer without CURVE (plain ZeroMQ),
+// one with a wrong server key (the handshake fails cryptographically), and
+// anything that is not ZeroMQ at all (HTTP, random bytes, a port scan).
+// Refusals by ZAP (a CURVE key not authorised) are logged by the ZapHandler,
+// with address and key, and not repeated here. Per peer host and reason, the
+// first refusal in each `log_interval` is logged in full and the others in
+// one summary line when the interval ends.
 //
-// Must be destroyed while `socket` is still open (declare it after the
-// socket); it detaches the monitor from the socket's owning thread.
+// Create it before the socket binds (so no connection is missed) and before
+// the socket's owning thread starts using it; destroy it after that thread
+// has stopped using the socket and before the socket closes (declare it
+// after the socket): creating and destroying it configure the socket.
 class HandshakeMonitor {
 public:
   HandshakeMonitor(zmq::context_t& ctx, zmq::socket_ref socket, SecurityLog log,
@@ -119,14 +125,17 @@ public:
   HandshakeMonitor(const HandshakeMonitor&) = delete;
   HandshakeMonitor& operator=(const HandshakeMonitor&) = delete;
 
+  // Refused connections seen (logged or summarised).
   std::uint64_t failures() const noexcept { return failures_.load(); }
+  // Connections accepted so far, refused or not.
+  std::uint64_t accepted() const noexcept { return accepted_.load(); }
 
 private:
   void run(zmq::socket_t events, SecurityLog log, std::chrono::milliseconds log_interval);
 
   zmq::socket_ref socket_;
   std::atomic<bool> stop_{false};
-  std::atomic<std::uint64_t> failures_{0};
+  std::atomic<std::uint64_t> failures_{0}, accepted_{0};
   std::thread thread_;
 };
 

@@ -82,6 +82,9 @@ struct ItemServer::Impl {
   // must cover from the start): see security/zap.hpp.
   std::unique_ptr<security::ZapHandler> zap;
   zmq::socket_t socket;
+  // Logs refused connections (with CURVE). Declared after the socket: the
+  // server's thread has stopped when it goes, and the socket is still open.
+  std::unique_ptr<security::HandshakeMonitor> monitor;
   std::map<std::pair<std::string, std::uint64_t>, Transfer> transfers;
   // Items encoded recently, with their hashes: one item pulled by several
   // consumers (or again after a retry) is hashed once. An entry is used only
@@ -116,7 +119,10 @@ struct ItemServer::Impl {
     // Requests are small: a peer announcing a bigger frame is cut off by
     // libzmq before anything is allocated for it.
     socket.set(zmq::sockopt::maxmsgsize, static_cast<std::int64_t>(options.limits.max_header_bytes));
-    if (options.curve) security::configure_curve_server(socket, *zap, options.curve->server);
+    if (options.curve) {
+      security::configure_curve_server(socket, *zap, options.curve->server);
+      monitor = std::make_unique<security::HandshakeMonitor>(ctx, socket, options.log);
+    }
   }
 
   template <class F> void count(F&& f) {
