@@ -55,6 +55,7 @@ std::unique_ptr<ClusterSession> ClusterSession::start_checked(const ClusterOptio
   co.steal = o.steal == "on";
   co.locality = ro.locality;
   co.log = [&log](LogLevel level, std::string_view m) { log.log(level, m); };
+  co.recorder = ro.recorder;
   std::vector<sec::ClientCredentials> local_credentials;
   std::size_t expect = 0;
   if (o.workers > 0) {

@@ -326,7 +326,10 @@ int cmd_run(const Args& args, const std::vector<std::string>& full_command_line)
     const auto st = session->coordinator().stats();
     log.info("cluster: " + std::to_string(st.done) + " tasks on " + std::to_string(st.workers) + " workers, " +
              std::to_string(st.reassigned) + " reassigned after a loss, " + std::to_string(st.recomputed) +
-             " items recomputed, " + std::to_string(st.stolen) + " stolen");
+             " items recomputed, " + std::to_string(st.steal_requests) + " steals (" + std::to_string(st.stolen) +
+             " tasks moved" +
+             (st.steal_replies_empty > 0 ? ", " + std::to_string(st.steal_replies_empty) + " came back empty" : "") +
+             ")");
     for (const auto& w : session->coordinator().worker_report()) {
       char busy[32];
       std::snprintf(busy, sizeof busy, "%.2f", w["busy_seconds"].get<double>());

@@ -97,14 +97,25 @@ std::optional<std::size_t> choose_task(std::span<const ReadyTask> ready, const N
   return chosen;
 }
 
-std::optional<std::size_t> choose_victim(const NodeView& thief, std::span<const NodeView> victims, std::uint64_t seed) {
+std::optional<std::size_t> choose_victim(const NodeView& thief, std::span<const NodeView> victims, std::uint64_t seed,
+                                         std::span<const std::uint32_t> worth) {
   if (victims.empty()) return std::nullopt;
   std::vector<cluster::Executor> others;
   others.reserve(victims.size());
   for (const auto& v : victims) others.push_back(cluster::Executor{std::to_string(v.id), v.labels});
-  const auto order = cluster::steal_victim_order(workflow::site_of(thief.labels), others, seed);
+  const auto thief_site = workflow::site_of(thief.labels);
+  const auto order = cluster::steal_victim_order(thief_site, others, seed);
   if (order.empty()) return std::nullopt;
-  return order.front();
+  if (worth.size() != victims.size()) return order.front();
+  // The order lists the thief's site first: stay in the group of its head.
+  const auto site_of = [&](std::size_t i) { return workflow::site_of(victims[i].labels); };
+  const bool local_first = thief_site && site_of(order.front()) == thief_site;
+  std::size_t best = order.front();
+  for (const auto i : order) {
+    if (local_first && site_of(i) != thief_site) break;
+    if (worth[i] > worth[best]) best = i;
+  }
+  return best;
 }
 
 }  // namespace flowd::net::node

@@ -87,7 +87,10 @@ std::uint64_t local_bytes(const ReadyTask& task, std::uint32_t id);
 
 // Index into `victims` of the node an idle `thief` asks first: same site
 // first, then the rest, each group in a shuffle seeded by `seed`
-// (cluster::steal_victim_order). nullopt when `victims` is empty.
-std::optional<std::size_t> choose_victim(const NodeView& thief, std::span<const NodeView> victims, std::uint64_t seed);
+// (cluster::steal_victim_order). With `worth` (one per victim: how many of
+// its tasks would pay to move), the one worth most within the first group
+// that has any, ties in that order. nullopt when `victims` is empty.
+std::optional<std::size_t> choose_victim(const NodeView& thief, std::span<const NodeView> victims, std::uint64_t seed,
+                                         std::span<const std::uint32_t> worth = {});
 
 }  // namespace flowd::net::node

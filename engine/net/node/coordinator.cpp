@@ -43,6 +43,7 @@ Coordinator::Coordinator(const workflow::Graph& graph, RunConfig config, Coordin
     core.is_map.push_back(s.spec().pattern == Pattern::map);
     core.output_count.push_back(s.spec().outputs.size());
   }
+  core.stage_seconds.resize(graph.stages.size());
   const auto& opt = core.options;
   loop_ = std::make_unique<Loop>(core);
   auto& l = *loop_;

@@ -22,8 +22,10 @@
 #include "flowd/item.hpp"
 #include "flowd/operator.hpp"
 #include "net/node/protocol.hpp"
+#include "net/node/steal_policy.hpp"
 #include "net/security/curve.hpp"
 #include "runtime/remote.hpp"
+#include "trace/recorder.hpp"
 #include "workflow/graph.hpp"
 
 namespace flowd::net::node {
@@ -47,6 +49,9 @@ struct CoordinatorOptions {
   std::chrono::milliseconds heartbeat_period{500};
   std::uint32_t missed_heartbeats = 4;
   bool steal = true;
+  // What a steal is taken to cost (steal_policy.hpp): it is sent only when
+  // the tasks it moves would wait longer where they are.
+  StealCosts steal_costs{};
   // Prefer giving a node tasks whose inputs it holds (--locality).
   bool locality = true;
   std::uint64_t steal_seed = 1;
@@ -55,6 +60,9 @@ struct CoordinatorOptions {
   // this many times before it fails the run.
   std::uint32_t max_attempts = 8;
   std::function<void(LogLevel, std::string_view)> log{};
+  // Where steals are counted as they happen (counter "tasks stolen"); may
+  // be null. Must outlive the Coordinator.
+  trace::Recorder* recorder = nullptr;
 };
 
 // How a worker was lost, for deciding which of its tasks to blame.
@@ -66,8 +74,10 @@ struct WorkerLoss {
 };
 
 struct CoordinatorStats {
-  std::uint64_t assigned = 0, done = 0, failed = 0, reassigned = 0, recomputed = 0, steal_requests = 0, stolen = 0,
-                fetched_by_coordinator = 0;
+  std::uint64_t assigned = 0, done = 0, failed = 0, reassigned = 0, recomputed = 0, fetched_by_coordinator = 0;
+  // Steals: requests sent, answered with nothing (the victim had started
+  // them meanwhile), and tasks moved by them.
+  std::uint64_t steal_requests = 0, steal_replies_empty = 0, stolen = 0;
   std::uint64_t bytes_fetched = 0;
   std::uint64_t rejected = 0;  // malformed or unexpected task-channel messages
   std::size_t workers = 0;     // live, registered

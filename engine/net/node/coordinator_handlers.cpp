@@ -176,6 +176,7 @@ void Coordinator::Loop::on_done(WorkerState& w, const wire::TaskDone& d, Turn& t
     }
   ++w.tasks_run;
   w.busy_seconds += std::max(0.0, d.seconds);
+  core.stage_seconds[job->stage].add(std::max(0.0, d.seconds));
   if (job->internal()) {
     const auto& target = job->target;
     if (job->emission < d.outputs.size()) {
@@ -246,6 +247,8 @@ void Coordinator::Loop::on_steal_reply(WorkerState& victim, const wire::StealRep
     thief->steal_pending = false;
     if (s.task_ids.empty()) thief->next_steal = Clock::now() + steal_backoff;
   }
+  if (s.task_ids.empty()) ++core.st.steal_replies_empty;
+  std::uint64_t moved = 0;
   for (const auto wid : s.task_ids) {
     const auto it = core.assigned.find(wid);
     // Done meanwhile, or never this victim's: nothing to move.
@@ -256,11 +259,20 @@ void Coordinator::Loop::on_steal_reply(WorkerState& victim, const wire::StealRep
     core.unpublish(*job, t.calls);
     job->worker = 0;
     job->wire_id = 0;
+    job->moved = true;
     core.ready[job->order] = job;
     ++core.st.stolen;
+    ++moved;
     if (thief && thief->credit > 0 && placement_preference(core.stages[job->stage], thief->view))
       assign(job, *thief, t);
   }
+  if (thief) {
+    const auto us = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - thief->steal_sent).count();
+    core.log(LogLevel::debug, "steal: " + victim.label() + " gave up " + std::to_string(moved) + " task(s) for " +
+                                  thief->label() + " (" + std::to_string(us) + " us after the request)");
+  }
+  if (core.options.recorder && core.options.recorder->enabled())
+    core.options.recorder->counter("tasks stolen", static_cast<double>(core.st.stolen));
 }
 
 }  // namespace flowd::net::node

@@ -1,6 +1,7 @@
 // Which ready task goes to which node (assignment.hpp decides, this applies
-// it to the live state), and work stealing between nodes. Called by the
-// socket thread under Core::m once per turn.
+// it to the live state), and work stealing between nodes (steal_policy.hpp
+// says when a steal pays). Called by the socket thread under Core::m once
+// per turn.
 #include <algorithm>
 
 #include "net/node/coordinator_state.hpp"
@@ -44,6 +45,7 @@ void Coordinator::Loop::assign(JobPtr job, WorkerState& w, Turn& t) {
   TaskSpec spec;
   spec.key = job->key;
   spec.attempt = job->attempt;
+  spec.stealable = !job->moved;
   std::vector<wire::ItemId> published;
   for (std::size_t p = 0; p < job->inputs.size(); ++p) {
     const auto& in = job->inputs[p];
@@ -163,36 +165,61 @@ void Coordinator::Loop::schedule(Turn& t) {
   if (core.options.steal) steal(live, t);
 }
 
+std::vector<HeldTask> Coordinator::Loop::held_for_steal(const WorkerState& victim, const WorkerState& thief) const {
+  std::vector<HeldTask> held;
+  // Wire ids ascend with assignment: the order the victim starts them.
+  for (const auto wid : victim.tasks) {
+    const auto j = core.assigned.find(wid);
+    if (j == core.assigned.end()) continue;
+    const Job& job = *j->second;
+    HeldTask h;
+    if (const auto& st = core.stage_seconds[job.stage]; st.n > 0) h.seconds = st.mean;
+    h.stealable = !job.moved && placement_preference(core.stages[job.stage], thief.view).has_value();
+    for (const auto& in : job.inputs) {
+      if (!in || !in->remote) continue;  // a value of ours: either would pull it
+      const auto ci = std::dynamic_pointer_cast<const ClusterItem>(in->remote);
+      if (!ci) continue;
+      const auto where = ci->location();
+      const auto bytes = static_cast<std::int64_t>(where.bytes);
+      h.extra_bytes += (where.holder == thief.view.id ? 0 : bytes) - (where.holder == victim.view.id ? 0 : bytes);
+    }
+    held.push_back(h);
+  }
+  return held;
+}
+
 void Coordinator::Loop::steal(const std::vector<NodeView>& live, Turn& t) {
   const auto now = Clock::now();
   for (auto& [id, thief] : core.workers) {
     if (!thief.live || thief.credit == 0 || thief.steal_pending || now < thief.next_steal) continue;
+    // A node with every slot busy gains nothing from holding more.
+    const auto idle = idle_slots(thief.tasks.size(), thief.slots);
+    if (idle == 0) continue;
     std::vector<NodeView> victims;
+    std::vector<std::uint32_t> worth;
     for (const auto& v : live) {
       if (v.id == id) continue;
       const auto& vw = core.workers.at(v.id);
-      // Only a node with more tasks than it runs at once has unstarted ones.
-      if (vw.tasks.size() <= vw.slots) continue;
-      const bool fits = std::any_of(vw.tasks.begin(), vw.tasks.end(), [&](std::uint64_t wid) {
-        const auto j = core.assigned.find(wid);
-        return j != core.assigned.end() && placement_preference(core.stages[j->second->stage], thief.view).has_value();
-      });
-      if (fits) victims.push_back(v);
+      if (vw.tasks.size() <= vw.slots) continue;  // nothing queued there
+      if (const auto pays = tasks_that_pay(held_for_steal(vw, thief), vw.slots, core.options.steal_costs); pays > 0) {
+        victims.push_back(v);
+        worth.push_back(pays);
+      }
     }
-    const auto pick = choose_victim(thief.view, victims, core.options.steal_seed + core.steal_count);
+    const auto pick = choose_victim(thief.view, victims, core.options.steal_seed + core.steal_count, worth);
     if (!pick) continue;
     auto& victim = core.workers.at(victims[*pick].id);
+    const std::uint32_t want = tasks_to_ask(worth[*pick], idle, thief.credit);
     ++core.steal_count;
     ++core.st.steal_requests;
     thief.steal_pending = true;
+    thief.steal_sent = now;
     victim.thieves.push_back(id);
-    // Half of what the victim has queued (at least one), as work stealing
-    // does: taking all of it would only move the imbalance to the thief,
-    // whose credit counts its lookahead too.
-    const std::uint64_t queued = victim.tasks.size() - std::min<std::uint64_t>(victim.tasks.size(), victim.slots);
-    const std::uint64_t want =
-        std::min<std::uint64_t>({thief.credit, std::max<std::uint64_t>(1, (queued + 1) / 2), 1u << 16});
-    t.out.emplace_back(victim.routing, wire::StealRequest{static_cast<std::uint32_t>(want), id});
+    core.log(LogLevel::debug, "steal: " + thief.label() + " has " + std::to_string(idle) + " idle slot(s); " +
+                                  victim.label() + " holds " + std::to_string(victim.tasks.size()) + " task(s) on " +
+                                  std::to_string(victim.slots) + " slot(s), " + std::to_string(worth[*pick]) +
+                                  " worth moving; asking for " + std::to_string(want));
+    t.out.emplace_back(victim.routing, wire::StealRequest{want, id});
   }
 }
 

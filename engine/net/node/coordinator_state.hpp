@@ -39,10 +39,12 @@
 #include "net/node/assignment.hpp"
 #include "net/node/coordinator.hpp"
 #include "net/node/remote_item.hpp"
+#include "net/node/steal_policy.hpp"
 #include "net/security/zap.hpp"
 #include "net/transport/client.hpp"
 #include "net/transport/server.hpp"
 #include "net/zio/zio.hpp"
+#include "sched/perf_model.hpp"
 #include "store/item_store.hpp"
 #include "util/job_thread.hpp"
 
@@ -70,6 +72,7 @@ struct Job {
   // Workers that died while it ran on them, as "worker 2 (host:77) was
   // killed by signal 11 (SIGSEGV)": at poison_losses it is failed, not retried.
   std::vector<std::string> losses;
+  bool moved = false;                   // stolen once: never stealable again (TaskSpec::stealable)
   bool internal() const noexcept { return target != nullptr; }
 };
 using JobPtr = std::shared_ptr<Job>;
@@ -89,6 +92,7 @@ struct WorkerState {
   std::set<std::uint64_t> tasks;  // wire ids assigned to it
   bool steal_pending = false;
   Clock::time_point next_steal{};
+  Clock::time_point steal_sent{};     // when its pending steal_request went out
   std::deque<std::uint32_t> thieves;  // steal requests sent to it, in order
   std::uint64_t tasks_run = 0;
   double busy_seconds = 0;
@@ -109,6 +113,7 @@ struct Coordinator::Core final : ItemHost, std::enable_shared_from_this<Core> {
   std::vector<StagePlacement> stages;  // by graph index
   std::vector<bool> is_map;
   std::vector<std::size_t> output_count;
+  std::vector<sched::RunningStats> stage_seconds;  // by graph index: the operator's time per task, this run
   // The values this process made, served to workers under names chosen per
   // assignment (two ports of one source may carry equal metadata).
   store::MemoryItemStore published;
@@ -208,6 +213,8 @@ struct Coordinator::Loop {
   void assign(JobPtr job, WorkerState& w, Turn& t);
   void schedule(Turn& t);
   void steal(const std::vector<NodeView>& live, Turn& t);
+  // The victim's tasks as the steal policy sees them for this thief.
+  std::vector<HeldTask> held_for_steal(const WorkerState& victim, const WorkerState& thief) const;
 
   // ---- messages, under core.m (coordinator_handlers.cpp) ----
   void on_message(std::vector<zmq::message_t>& frames, Turn& t);

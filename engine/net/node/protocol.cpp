@@ -85,7 +85,9 @@ Registration Registration::from_json(const Json& j) {
 Json TaskSpec::to_json() const {
   Json p = Json::object();
   for (const auto& [id, a] : peers) p[std::to_string(id)] = {{"endpoint", a.endpoint}, {"public_key", a.public_key}};
-  return {{"key", key}, {"ports", ports}, {"peers", std::move(p)}, {"attempt", attempt}};
+  Json j = {{"key", key}, {"ports", ports}, {"peers", std::move(p)}, {"attempt", attempt}};
+  if (!stealable) j["stealable"] = false;
+  return j;
 }
 
 TaskSpec TaskSpec::from_json(const Json& j) {
@@ -110,6 +112,10 @@ TaskSpec TaskSpec::from_json(const Json& j) {
     s.peers[holder] = PeerAddress{text(a, "task spec peer", "endpoint"), text(a, "task spec peer", "public_key")};
   }
   s.attempt = u32(field(j, what, "attempt"), "task spec: field 'attempt'");
+  if (const auto it = j.find("stealable"); it != j.end()) {
+    if (!it->is_boolean()) throw Error("task spec: field 'stealable' must be true or false");
+    s.stealable = it->get<bool>();
+  }
   return s;
 }
 

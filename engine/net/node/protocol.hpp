@@ -53,6 +53,10 @@ struct TaskSpec {
   std::vector<std::uint32_t> ports;  // input port of each AssignTask::inputs entry
   std::map<std::uint32_t, PeerAddress> peers;  // holder id -> address, for every holder of an input
   std::uint32_t attempt = 0;         // 0 first; a re-run after a lost worker counts up
+  // False for a task stolen once already: the node never gives it up to a
+  // steal_request, so no task moves back and forth. Absent in the JSON
+  // means true (the field is only written when false).
+  bool stealable = true;
   Json to_json() const;
   static TaskSpec from_json(const Json& j);
 };

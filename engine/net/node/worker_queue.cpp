@@ -50,14 +50,25 @@ bool WorkerQueue::finish(std::uint64_t task_id) {
 
 std::vector<std::uint64_t> WorkerQueue::steal(std::size_t max) {
   std::vector<std::uint64_t> out;
-  while (out.size() < max && !waiting_.empty()) {
-    out.push_back(waiting_.back().task_id);
-    ids_.erase(waiting_.back().task_id);
-    waiting_.pop_back();
+  // Newest first; a task stolen once already stays (spec.stealable).
+  for (auto it = waiting_.end(); out.size() < max && it != waiting_.begin();) {
+    --it;
+    if (!it->spec.stealable) continue;
+    out.push_back(it->task_id);
+    ids_.erase(it->task_id);
+    it = waiting_.erase(it);
   }
   return out;
 }
 
-std::vector<std::uint64_t> WorkerQueue::drop_waiting() { return steal(waiting_.size()); }
+std::vector<std::uint64_t> WorkerQueue::drop_waiting() {
+  std::vector<std::uint64_t> out;
+  for (auto it = waiting_.rbegin(); it != waiting_.rend(); ++it) {
+    out.push_back(it->task_id);
+    ids_.erase(it->task_id);
+  }
+  waiting_.clear();
+  return out;
+}
 
 }  // namespace flowd::net::node

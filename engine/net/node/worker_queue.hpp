@@ -3,7 +3,7 @@
 // 4, 5 and 8): assigned tasks wait in arrival order until one of the node's
 // `slots` is free, then they are *started* (inputs pulled, then run) and
 // stay started until they end. Unstarted tasks are the ones another node may
-// steal.
+// steal, unless they were stolen once already.
 //
 // The queue also keeps the node's demand honest: it asks for work only for
 // capacity (slots + lookahead) that is neither holding a task nor already
@@ -61,7 +61,8 @@ public:
   bool finish(std::uint64_t task_id);
 
   // Takes up to `max` waiting (never started) tasks out of the queue, the
-  // newest first: the ones this node would reach last. Their room becomes
+  // newest first: the ones this node would reach last. A task whose spec
+  // says it is not stealable (it was stolen once) stays. Their room becomes
   // free again (demand() counts it).
   std::vector<std::uint64_t> steal(std::size_t max);
   // Drops every waiting task (shutdown) and returns their ids.

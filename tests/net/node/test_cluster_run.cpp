@@ -152,6 +152,40 @@ TEST(ClusterRun, StageLabelsPlaceTasksOnlyOnMatchingNodes) {
   big.wait();
 }
 
+// 64 even tasks on two one-slot workers that each queue three ahead: the
+// nodes stay busy until the end, so stealing has nothing to gain. Busy
+// nodes used to steal into their lookahead from each other (hundreds of
+// tasks moved back and forth, benchmarks.md §7.2); now each task moves at
+// most once and only to an idle slot, and the output is the same either way.
+TEST(ClusterRun, StealingStaysBoundedAndChangesNoOutput) {
+  const auto dir = test::scratch();
+  const int tasks = 64;
+  const auto wf = write(dir, "wf.json", R"({"version": 1, "name": "even", "vars": {"output": "out.txt"}, "stages": {
+    "src": {"op": "test.count", "params": {"count": 64}},
+    "step": {"op": "test.step", "inputs": {"in": "src.out"}, "params": {"sleep_ms": 20}},
+    "out": {"op": "test.record", "inputs": {"in": "step.out"}, "params": {"path": "${output}"}}}})");
+  const std::string want = expected_output(dir, wf);
+  ASSERT_FALSE(want.empty());
+  const std::regex summary(R"(cluster: (\d+) tasks on 2 workers, .* (\d+) steals \((\d+) tasks moved)");
+  for (const std::string steal : {"on", "off"}) {
+    const std::string out = (dir / ("steal-" + steal + ".txt")).string();
+    const auto r = test::flowd_cmd(
+        dir, {wf.string(), "--set", "output=" + out, "--workers", "2", "--worker-cpus", "1", "--worker-lookahead", "3",
+              "--steal", steal, "--gpu", "none", "--no-progress", "--no-perf-model"});
+    ASSERT_EQ(r.code, 0) << "--steal " << steal << ":\n" << r.err;
+    EXPECT_EQ(test::slurp(out), want) << "--steal " << steal;
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(r.err, m, summary)) << r.err;
+    EXPECT_EQ(std::stoi(m[1]), tasks);
+    const int steals = std::stoi(m[2]), moved = std::stoi(m[3]);
+    EXPECT_LE(moved, tasks) << "a task moved more than once:\n" << r.err;
+    EXPECT_LE(steals, tasks) << r.err;
+    if (steal == "off") {
+      EXPECT_EQ(steals + moved, 0) << r.err;
+    }
+  }
+}
+
 // srun in miniature: three ranks of the same command line, told who they
 // are by Slurm's variables; rank 0 coordinates, publishes its address in
 // the rendezvous file, and the others join it with CURVE keys.

@@ -54,6 +54,7 @@ struct WorkerSetup {
   std::map<std::string, std::string> unavailable{};
   std::optional<security::KeyPair> key{};  // CURVE: our key
   std::string server_key{};
+  std::uint32_t slots = 1;  // tasks it says it runs at once
 };
 
 class FakeWorker {
@@ -67,7 +68,7 @@ public:
     co.endpoint = endpoint;
     co.name = setup_.name;
     co.data_endpoint = server_ ? server_->endpoint() : "tcp://127.0.0.1:1";
-    co.cpu_slots = 1;
+    co.cpu_slots = setup_.slots;
     co.labels = setup_.labels;
     if (setup_.key) co.curve = security::ClientCredentials{setup_.server_key, *setup_.key};
     member_ = std::make_unique<ms::MembershipClient>(co);
@@ -80,7 +81,7 @@ public:
     r.worker_id = member_->worker_id();
     r.labels = setup_.labels;
     r.unavailable = setup_.unavailable;
-    send(wire::Hello{setup_.name, co.data_endpoint, 1, 0, r.to_json()});
+    send(wire::Hello{setup_.name, co.data_endpoint, setup_.slots, 0, r.to_json()});
   }
 
   std::uint32_t id() const { return member_->worker_id(); }
@@ -220,6 +221,21 @@ struct Fixture {
   }
 };
 
+// Submits tasks k<first>.. k<first + n - 1> of stage a.
+void submit_keys(Fixture& f, Results& res, int first, int n) {
+  for (int i = first; i < first + n; ++i)
+    f.coord->submit(f.task(f.a, "k" + std::to_string(i), local("k" + std::to_string(i), i), res.sink()));
+}
+
+// `w` asks for n tasks and gets them, in order (fewer on a timeout).
+std::vector<wire::AssignTask> take(FakeWorker& w, int n) {
+  w.send(wire::RequestWork{static_cast<std::uint32_t>(n), 0});
+  std::vector<wire::AssignTask> got;
+  for (int i = 0; i < n; ++i)
+    if (auto t = w.expect<wire::AssignTask>()) got.push_back(std::move(*t));
+  return got;
+}
+
 TEST(Assignment, PrefersLabelsThenLocalityThenAge) {
   std::vector<StagePlacement> stages(2);
   stages[0].name = "a";
@@ -269,6 +285,27 @@ TEST(Assignment, RankPolicyPicksAmongEquallyPreferredNodes) {
   const auto best1 = best_preferences(stages, only_small);
   stages[0].labels.rank = flowd::workflow::RankPolicy::biggest;
   EXPECT_EQ(choose_task(ready, small, stages, best1, true, best_ranks(stages, only_small, best1)), 0u);
+}
+
+TEST(Assignment, AThiefRobsTheVictimWithMostToGiveWithinItsSite) {
+  using flowd::workflow::NodeLabels;
+  NodeView thief{9, "thief", NodeLabels{{"site:a"}, 0}, {}};
+  std::vector<NodeView> victims{{1, "a1", NodeLabels{{"site:a"}, 0}, {}},
+                                {2, "b1", NodeLabels{{"site:b"}, 0}, {}},
+                                {3, "a2", NodeLabels{{"site:a"}, 0}, {}}};
+  // Within its own site, the node with the most tasks worth moving, even
+  // when another site's node has more.
+  for (std::uint64_t seed = 0; seed < 8; ++seed) {
+    EXPECT_EQ(choose_victim(thief, victims, seed, std::vector<std::uint32_t>{1, 9, 4}), 2u) << seed;
+    EXPECT_EQ(choose_victim(thief, victims, seed, std::vector<std::uint32_t>{5, 9, 4}), 0u) << seed;
+  }
+  // A thief without a site: the most worth anywhere.
+  NodeView nowhere{9, "thief", {}, {}};
+  EXPECT_EQ(choose_victim(nowhere, victims, 3, std::vector<std::uint32_t>{1, 9, 4}), 1u);
+  // Without weights: the seeded site-first order alone.
+  const auto plain = choose_victim(thief, victims, 3);
+  ASSERT_TRUE(plain);
+  EXPECT_NE(*plain, 1u);
 }
 
 TEST(Coordinator, DemandDrivenAssignment) {
@@ -474,26 +511,23 @@ TEST(Coordinator, LostHolderRecomputedFromLineage) {
 }
 
 TEST(Coordinator, StealMovesUnstartedTasks) {
-  Fixture f;
+  trace::Recorder recorder(true);
+  CoordinatorOptions o;
+  o.recorder = &recorder;
+  Fixture f("", o);
   FakeWorker victim(f.coord->endpoint(), {.name = "victim"});
-  FakeWorker thief(f.coord->endpoint(), {.name = "thief"});
+  FakeWorker thief(f.coord->endpoint(), {.name = "thief", .slots = 4});
   f.coord->wait_for_workers(2, patience);
   Results res;
-  for (int i = 0; i < 5; ++i)
-    f.coord->submit(f.task(f.a, "k" + std::to_string(i), local("k" + std::to_string(i), i), res.sink()));
-  victim.send(wire::RequestWork{5, 0});
-  std::vector<wire::AssignTask> mine;
-  for (int i = 0; i < 5; ++i) {
-    auto t = victim.expect<wire::AssignTask>();
-    ASSERT_TRUE(t);
-    mine.push_back(*t);
-  }
+  submit_keys(f, res, 0, 5);
+  const auto mine = take(victim, 5);
+  ASSERT_EQ(mine.size(), 5u);
   thief.send(wire::RequestWork{4, 0});
   auto req = victim.expect<wire::StealRequest>();
   ASSERT_TRUE(req);
   EXPECT_EQ(req->for_worker, thief.id());
   // The victim runs one task at a time (its hello said 1 slot), so 4 wait:
-  // half of them are asked for, not all the thief could take.
+  // half of them are asked for, not all the thief's four idle slots could take.
   EXPECT_EQ(req->max_tasks, 2u);
   // Gives up two, plus an id it never had (ignored safely).
   victim.send(wire::StealReply{{mine[1].task_id, mine[2].task_id, 999999}});
@@ -501,11 +535,70 @@ TEST(Coordinator, StealMovesUnstartedTasks) {
   auto s2 = thief.expect<wire::AssignTask>();
   ASSERT_TRUE(s1 && s2);
   EXPECT_EQ(f.coord->stats().stolen, 2u);
+  // The trace counts what moved.
+  const auto counters = recorder.snapshot(Json::object()).counters;
+  ASSERT_FALSE(counters.empty());
+  EXPECT_EQ(counters.back().name, "tasks stolen");
+  EXPECT_EQ(counters.back().value, 2.0);
   // A late done for a stolen task is ignored; its outputs released.
   victim.complete(mine[1], {json_item("k1", 1)});
   thief.complete(*s1, {json_item(TaskSpec::from_json(s1->spec).key, 1)});
   ASSERT_TRUE(res.wait(1));
   EXPECT_TRUE(victim.expect<wire::ReleaseItems>() || !victim.released.empty());
+  f.coord->drain();
+}
+
+TEST(Coordinator, ANodeWithEverySlotBusyDoesNotSteal) {
+  Fixture f;
+  FakeWorker victim(f.coord->endpoint(), {.name = "victim"});
+  FakeWorker busy(f.coord->endpoint(), {.name = "busy"});
+  f.coord->wait_for_workers(2, patience);
+  Results res;
+  submit_keys(f, res, 0, 6);
+  ASSERT_EQ(take(victim, 5).size(), 5u);
+  // Its one slot runs the sixth task; it asks for lookahead room too. Four
+  // tasks wait on the victim, but holding one more would not run it sooner.
+  busy.send(wire::RequestWork{2, 0});
+  ASSERT_TRUE(busy.expect<wire::AssignTask>());
+  EXPECT_TRUE(victim.none<wire::StealRequest>(500ms));
+  EXPECT_EQ(f.coord->stats().steal_requests, 0u);
+  f.coord->drain();
+}
+
+TEST(Coordinator, AStolenTaskIsNeverStolenBack) {
+  Fixture f;
+  FakeWorker victim(f.coord->endpoint(), {.name = "victim"});
+  FakeWorker thief(f.coord->endpoint(), {.name = "thief"});
+  f.coord->wait_for_workers(2, patience);
+  Results res;
+  submit_keys(f, res, 0, 5);
+  const auto mine = take(victim, 5);
+  ASSERT_EQ(mine.size(), 5u);
+  for (const auto& t : mine)
+    EXPECT_TRUE(TaskSpec::from_json(t.spec).stealable);
+  // The idle thief (one slot) asks for its slot and one task of lookahead.
+  thief.send(wire::RequestWork{2, 0});
+  const auto req = victim.expect<wire::StealRequest>();
+  ASSERT_TRUE(req);
+  EXPECT_EQ(req->max_tasks, 1u) << "no more than its one idle slot starts";
+  // Before the victim answers, a new task fills the thief's slot: the
+  // stolen task will wait there.
+  submit_keys(f, res, 5, 1);
+  ASSERT_TRUE(thief.expect<wire::AssignTask>());
+  victim.send(wire::StealReply{{mine[4].task_id}});
+  const auto stolen = thief.expect<wire::AssignTask>();
+  ASSERT_TRUE(stolen);
+  EXPECT_EQ(TaskSpec::from_json(stolen->spec).key, "k4");
+  EXPECT_FALSE(TaskSpec::from_json(stolen->spec).stealable) << "the thief must not give it up again";
+  // The victim ends its own four and goes idle; the thief still has the
+  // stolen task waiting, but it moved once already: it stays.
+  for (int i = 0; i < 4; ++i)
+    victim.complete(mine[i], {json_item("k" + std::to_string(i), i)});
+  ASSERT_TRUE(res.wait(4));
+  victim.send(wire::RequestWork{2, 0});
+  EXPECT_TRUE(thief.none<wire::StealRequest>(500ms));
+  EXPECT_EQ(f.coord->stats().steal_requests, 1u);
+  EXPECT_EQ(f.coord->stats().stolen, 1u);
   f.coord->drain();
 }
 

@@ -86,6 +86,36 @@ TEST(WorkerQueue, StealTakesNewestUnstarted) {
   EXPECT_TRUE(q.add(task(2))) << "a stolen id may come back";
 }
 
+TEST(WorkerQueue, ATaskStolenOnceIsNeverGivenUpAgain) {
+  node::WorkerQueue q(1, 4);
+  for (std::uint64_t i = 1; i <= 5; ++i) {
+    auto t = task(i);
+    t.spec.stealable = i != 5 && i != 3;  // 3 and 5 came here by a steal
+    q.add(std::move(t));
+  }
+  ASSERT_EQ(q.start_next()->task_id, 1u);
+  EXPECT_EQ(q.steal(2), (std::vector<std::uint64_t>{4, 2})) << "newest stealable first, stolen ones skipped";
+  EXPECT_TRUE(q.steal(10).empty());
+  EXPECT_TRUE(q.holds(3));
+  EXPECT_TRUE(q.holds(5));
+  // Shutting down drops every waiting task, stealable or not.
+  EXPECT_EQ(q.drop_waiting(), (std::vector<std::uint64_t>{5, 3}));
+  EXPECT_EQ(q.waiting(), 0u);
+  EXPECT_FALSE(q.holds(5));
+}
+
+TEST(TaskSpec, StealableIsWrittenOnlyWhenFalseAndReadBack) {
+  node::TaskSpec s;
+  s.key = "k";
+  EXPECT_FALSE(s.to_json().contains("stealable")) << "older workers' specs stay as they were";
+  EXPECT_TRUE(node::TaskSpec::from_json(s.to_json()).stealable);
+  s.stealable = false;
+  EXPECT_FALSE(node::TaskSpec::from_json(s.to_json()).stealable);
+  auto bad = s.to_json();
+  bad["stealable"] = "no";
+  EXPECT_THROW(node::TaskSpec::from_json(bad), Error);
+}
+
 TEST(WorkerQueue, UnaskedAssignmentsAreKeptAndDemandNeverGoesNegative) {
   node::WorkerQueue q(1, 0);
   EXPECT_TRUE(q.add(task(1)));
