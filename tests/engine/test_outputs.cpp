@@ -60,6 +60,33 @@ runtime::OutputSet::Options with_provenance() {
   return o;
 }
 
+// Two sinks, one file each (a.txt, b.txt in `dir`), committed with every
+// rename going through `rename`. Returns the commit's error message.
+template <class E>
+std::string commit_two_files(const fs::path& dir, runtime::OutputSet::Rename rename) {
+  runtime::OutputSet::Options o = with_provenance();
+  o.rename = std::move(rename);
+  runtime::OutputSet out(std::move(o), test::quiet_log());
+  out.declare_file("first", dir / "a.txt");
+  out.declare_file("second", dir / "b.txt");
+  out.check_existing();
+  out.write("first", dir / "a.txt", bytes("new a"));
+  out.write("second", dir / "b.txt", bytes("new b"));
+  try {
+    out.commit();
+  } catch (const E& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "the commit should have failed";
+  return "";
+}
+
+std::error_code plain_rename(const fs::path& from, const fs::path& to) {
+  std::error_code ec;
+  fs::rename(from, to, ec);
+  return ec;
+}
+
 }  // namespace
 
 TEST(TempFiles, NameCarriesItsOwner) {
@@ -151,32 +178,16 @@ TEST(OutputSet, AFailedRenameUndoesTheWholeCommit) {
   put(dir / "c.txt", "only the earlier run wrote this");
   put(dir / ".flowd-manifest.json", R"({"flowd_manifest": 1, "files": ["a.txt", "b.txt", "c.txt"]})");
   int renames = 0;
-  runtime::OutputSet::Options o = with_provenance();
   // The second sink's file fails to go into place, after the first's did.
-  o.rename = [&](const fs::path& from, const fs::path& to) -> std::error_code {
-    if (to == (dir / "b.txt").lexically_normal() && is_flowd_temp(from.filename().string()) &&
-        from.filename().string().find(".flowd-tmp-") != std::string::npos)
+  const std::string m = commit_two_files<Error>(dir, [&](const fs::path& from, const fs::path& to) {
+    if (to == (dir / "b.txt").lexically_normal() && from.filename().string().find(".flowd-tmp-") != std::string::npos)
       return std::make_error_code(std::errc::no_space_on_device);
     ++renames;
-    std::error_code ec;
-    fs::rename(from, to, ec);
-    return ec;
-  };
-  runtime::OutputSet out(std::move(o), test::quiet_log());
-  out.declare_file("first", dir / "a.txt");
-  out.declare_file("second", dir / "b.txt");
-  out.check_existing();
-  out.write("first", dir / "a.txt", bytes("new a"));
-  out.write("second", dir / "b.txt", bytes("new b"));
-  try {
-    out.commit();
-    FAIL() << "the commit should have failed";
-  } catch (const Error& e) {
-    const std::string m = e.what();
-    EXPECT_NE(m.find("b.txt"), std::string::npos) << m;
-    EXPECT_NE(m.find("No space left on device"), std::string::npos) << m;
-    EXPECT_NE(m.find("nothing was written"), std::string::npos) << m;
-  }
+    return plain_rename(from, to);
+  });
+  EXPECT_NE(m.find("b.txt"), std::string::npos) << m;
+  EXPECT_NE(m.find("No space left on device"), std::string::npos) << m;
+  EXPECT_NE(m.find("nothing was written"), std::string::npos) << m;
   EXPECT_GE(renames, 3);  // a.txt aside, new a.txt in, b.txt aside: then undone
   EXPECT_EQ(get(dir / "a.txt"), "old a");
   EXPECT_EQ(get(dir / "b.txt"), "old b");
@@ -252,32 +263,17 @@ TEST(OutputSet, WhenUndoingFailsTooTheMessageSaysWhatIsWhere) {
   const auto dir = test::scratch();
   put(dir / "a.txt", "old a");
   put(dir / ".flowd-manifest.json", R"({"flowd_manifest": 1, "files": ["a.txt"]})");
-  runtime::OutputSet::Options o = with_provenance();
   const fs::path a = (dir / "a.txt").lexically_normal(), b = (dir / "b.txt").lexically_normal();
-  o.rename = [&](const fs::path& from, const fs::path& to) -> std::error_code {
-    // b never lands; the earlier a cannot be moved back.
+  // b never lands; the earlier a cannot be moved back.
+  const std::string m = commit_two_files<runtime::OutputsMixed>(dir, [&](const fs::path& from, const fs::path& to) {
     if (to == b || (to == a && from.filename().string().find(".flowd-old-") != std::string::npos))
       return std::make_error_code(std::errc::io_error);
-    std::error_code ec;
-    fs::rename(from, to, ec);
-    return ec;
-  };
-  runtime::OutputSet out(std::move(o), test::quiet_log());
-  out.declare_file("first", dir / "a.txt");
-  out.declare_file("second", dir / "b.txt");
-  out.check_existing();
-  out.write("first", dir / "a.txt", bytes("new a"));
-  out.write("second", dir / "b.txt", bytes("new b"));
-  try {
-    out.commit();
-    FAIL() << "the commit should have failed";
-  } catch (const runtime::OutputsMixed& e) {
-    const std::string m = e.what();
-    EXPECT_NE(m.find("cannot move the finished '" + (dir / "b.txt").string() + "' into place"), std::string::npos) << m;
-    EXPECT_NE(m.find("outputs are mixed"), std::string::npos) << m;
-    EXPECT_NE(m.find("the earlier '" + a.string() + "' is at '"), std::string::npos) << m;
-    EXPECT_NE(m.find(".a.flowd-old-"), std::string::npos) << m;
-  }
+    return plain_rename(from, to);
+  });
+  EXPECT_NE(m.find("cannot move the finished '" + b.string() + "' into place"), std::string::npos) << m;
+  EXPECT_NE(m.find("outputs are mixed"), std::string::npos) << m;
+  EXPECT_NE(m.find("the earlier '" + a.string() + "' is at '"), std::string::npos) << m;
+  EXPECT_NE(m.find(".a.flowd-old-"), std::string::npos) << m;
   EXPECT_EQ(get(dir / "a.txt"), "new a");  // as the message says
   bool kept = false;                       // the earlier a.txt, where the message says
   for (const auto& e : fs::directory_iterator(dir))
