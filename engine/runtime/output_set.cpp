@@ -112,13 +112,13 @@ void OutputSet::make_dirs(const fs::path& dir) {
   if (!fs::is_directory(dir, ec)) throw Error("output folder " + quoted(dir) + " is not a folder");
 }
 
-void OutputSet::remove_stale(const fs::path& dir, bool recursive) {
+void OutputSet::remove_stale(const fs::path& dir, const fs::path& shown, bool recursive) {
   const auto removed = remove_stale_temps(dir, recursive);
   if (!removed.empty())
-    log_.info("removed " + std::to_string(removed.size()) + " temporary file(s) left in " + quoted(dir) +
+    log_.info("removed " + std::to_string(removed.size()) + " temporary file(s) left in " + quoted(shown) +
               " by runs that ended without cleaning up (e.g. " + quoted(removed.front().filename()) + ")");
   for (const auto& p : stale_temps(dir, recursive, TempKind::previous))
-    log_.warn(quoted(p) +
+    log_.warn(quoted(shown / p.lexically_relative(dir)) +
               " is an earlier output a commit that never finished set aside; flowd leaves it: move it "
               "back or delete it");
 }
@@ -128,7 +128,7 @@ void OutputSet::declare_folder(const std::string& stage, const fs::path& dir) {
   std::lock_guard lk(m_);
   const fs::path abs = absolute_of(dir);
   make_dirs(abs);
-  remove_stale(abs, true);
+  remove_stale(abs, dir, true);
   places_.push_back({stage, dir, abs, true});
 }
 
@@ -139,7 +139,7 @@ void OutputSet::declare_file(const std::string& stage, const fs::path& file) {
   std::error_code ec;
   if (fs::is_directory(abs, ec)) throw Error("output " + quoted(file) + " is a folder; it must name a file");
   make_dirs(abs.parent_path());
-  remove_stale(abs.parent_path(), false);
+  remove_stale(abs.parent_path(), file.parent_path().empty() ? fs::path(".") : file.parent_path(), false);
   places_.push_back({stage, file, abs, false});
 }
 

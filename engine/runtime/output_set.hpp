@@ -93,7 +93,8 @@ private:
   const Place* place_of(const std::filesystem::path& abs) const;
   void make_dirs(const std::filesystem::path& dir);
   std::filesystem::path new_temp(const std::filesystem::path& target);
-  void remove_stale(const std::filesystem::path& dir, bool recursive);
+  // `shown`: `dir` as the sink named it, for the log.
+  void remove_stale(const std::filesystem::path& dir, const std::filesystem::path& shown, bool recursive);
   void remove_temps() noexcept;
 
   Options options_;

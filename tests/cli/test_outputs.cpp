@@ -228,7 +228,8 @@ TEST(Outputs, TemporariesOfRunsThatAreGoneAreRemovedThoseOfLiveOnesKept) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_FALSE(fs::exists(stale));
   EXPECT_TRUE(fs::exists(live));
-  EXPECT_TRUE(contains(r.err, "removed 1 temporary file(s) left in")) << r.err;
+  EXPECT_TRUE(contains(r.err, "removed 1 temporary file(s) left in 'out/img' by runs that ended without cleaning up"))
+      << r.err;
 }
 
 // A run killed with SIGKILL leaves temporaries; resuming it (same folder)

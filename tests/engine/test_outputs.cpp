@@ -281,3 +281,20 @@ TEST(OutputSet, WhenUndoingFailsTooTheMessageSaysWhatIsWhere) {
   EXPECT_TRUE(kept);
   EXPECT_FALSE(fs::exists(dir / "b.txt"));
 }
+
+TEST(OutputSet, AManifestThatIsNotFlowdsIsRefusedNamingIt) {
+  const auto dir = test::scratch();
+  put(dir / "labels" / ".flowd-manifest.json", "{ not json");
+  runtime::OutputSet out(with_provenance(), test::quiet_log());
+  out.declare_folder("images", dir / "labels");
+  try {
+    out.check_existing();
+    FAIL() << "an unreadable manifest should be refused";
+  } catch (const runtime::OutputsRefused& e) {
+    const std::string m = e.what();
+    EXPECT_NE(
+        m.find("the output manifest '" + (dir / "labels" / ".flowd-manifest.json").string() + "' is not valid JSON"),
+        std::string::npos)
+        << m;
+  }
+}
