@@ -222,6 +222,7 @@ int cmd_run(const Args& args, const std::vector<std::string>& full_command_line)
   std::string trace_file, report_file;
   std::string journal_dir;
   bool resume = false;
+  bool overwrite = false;
   po::options_description desc("Options");
   desc.add_options()("workflow", po::value(&o.workflow)->required(), "workflow JSON file")
       ("keep-going,k", po::bool_switch(&e.keep_going), "record failed items and go on; exit 4 if any failed")
@@ -230,6 +231,7 @@ int cmd_run(const Args& args, const std::vector<std::string>& full_command_line)
       ("no-progress", po::bool_switch(&no_progress), "no progress table or progress log lines")
       ("journal", po::value(&journal_dir), "keep a journal of finished work in DIR so the run can be resumed")
       ("resume", po::bool_switch(&resume), "continue the run journalled in --journal DIR: skip what it finished")
+      ("overwrite", po::bool_switch(&overwrite), "let outputs replace files that no earlier flowd run wrote (otherwise refused)")
       ("label", po::value(&labels)->composing(), "under srun/mpirun: a context label of this rank's worker; repeatable")
       ("rank", po::value(&label_rank), "under srun/mpirun: this rank's label rank");
   add_exec(desc, e);
@@ -272,29 +274,29 @@ int cmd_run(const Args& args, const std::vector<std::string>& full_command_line)
   ro.model = &model;
   trace::Recorder recorder(!trace_file.empty() || !report_file.empty());
   ro.recorder = &recorder;
-  // --journal DIR [--resume] (docs/stores.md, "Resuming a run"); opened
-  // before any worker starts, so a refused journal costs nothing.
+  // --journal DIR [--resume] (docs/stores.md, "Resuming a run"); opened by
+  // the run once nothing can refuse it any more (sinks opened, outputs
+  // checked), so a refused run creates no journal, and before any work.
   std::unique_ptr<store::JournalCheckpoint> checkpoint;
   if (resume && journal_dir.empty()) {
     log.error("--resume needs --journal DIR, the directory of the run to continue");
     return exit_usage;
   }
   if (!journal_dir.empty()) {
-    try {
+    ro.open_checkpoint = [&]() -> runtime::Checkpoint* {
       checkpoint = std::make_unique<store::JournalCheckpoint>(
           journal_dir, ro.provenance["workflow_sha256"].get<std::string>(), resume);
-    } catch (const std::exception& ex) {
-      log.error(ex.what());
-      return exit_invalid;
-    }
-    for (const auto& w : checkpoint->warnings()) log.warn(w);
-    if (resume)
-      log.info("resuming " + checkpoint->journal_path().string() + " (run " + std::to_string(checkpoint->epoch()) +
-               "): " + std::to_string(checkpoint->finished_count()) + " source items finished, " +
-               std::to_string(checkpoint->replay_count()) + " sink inputs to replay, " +
-               std::to_string(checkpoint->discarded_count()) + " kept for unfinished items dropped");
-    ro.checkpoint = checkpoint.get();
+      for (const auto& w : checkpoint->warnings())
+        log.warn(w);
+      if (resume)
+        log.info("resuming " + checkpoint->journal_path().string() + " (run " + std::to_string(checkpoint->epoch()) +
+                 "): " + std::to_string(checkpoint->finished_count()) + " source items finished, " +
+                 std::to_string(checkpoint->replay_count()) + " sink inputs to replay, " +
+                 std::to_string(checkpoint->discarded_count()) + " kept for unfinished items dropped");
+      return checkpoint.get();
+    };
   }
+  ro.overwrite = overwrite;
 
   std::unique_ptr<ClusterSession> session;
   try {

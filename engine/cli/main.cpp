@@ -6,6 +6,7 @@
 #include "cli/exit_codes.hpp"
 #include "flowd/abi.hpp"
 #include "flowd/version.hpp"
+#include "h5.hpp"
 #include "util/exceptions.hpp"
 
 namespace {
@@ -36,6 +37,7 @@ Documentation: docs/cli.md, docs/workflow-format.md, docs/plugin-sdk.md, docs/se
 
 int main(int argc, char** argv) {
   using namespace flowd::cli;
+  flowd::h5::no_cleanup_at_exit();  // before any HDF5 call (h5.hpp says why)
   std::vector<std::string> all(argv, argv + argc);
   if (argc < 2) {
     std::cerr << usage << "\n";

@@ -80,7 +80,9 @@ void ProgressView::finish(const runtime::RunReport& r) {
   switch (r.status) {
     case runtime::RunStatus::succeeded: outcome = "finished; outputs written"; break;
     case runtime::RunStatus::completed_with_failures: outcome = "finished with failed items; outputs written for the rest"; break;
-    case runtime::RunStatus::failed: outcome = "failed; no output was written"; break;
+    case runtime::RunStatus::failed:
+      outcome = r.outputs_mixed ? "failed; some outputs were written (listed above)" : "failed; no output was written";
+      break;
     case runtime::RunStatus::interrupted: outcome = "interrupted; no output was written"; break;
   }
   char head[160];

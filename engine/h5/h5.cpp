@@ -1,5 +1,7 @@
 #include "h5.hpp"
 
+#include <string_view>
+
 #include "flowd/error.hpp"
 
 namespace flowd::h5 {
@@ -94,8 +96,19 @@ Quiet::~Quiet() { H5Eset_auto2(H5E_DEFAULT, func_, data_); }
 std::string last_error() {
   std::string s;
   H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, keep_innermost, &s);
+  // The file driver reports a failed read or write in one long line ("file
+  // write failed: time = ..., errno = 28, error message = 'No space left on
+  // device', buf = ..."); the system's reason is what a user needs.
+  constexpr std::string_view marker = "error message = '";
+  if (const auto at = s.find(marker); at != std::string::npos) {
+    const auto from = at + marker.size();
+    const auto end = s.find('\'', from);
+    if (end != std::string::npos && end > from) return s.substr(from, end - from);
+  }
   return s.empty() ? "unknown HDF5 error" : s;
 }
+
+void no_cleanup_at_exit() { H5dont_atexit(); }
 
 Id check(hid_t id, Id::Closer closer, const std::string& what) {
   if (id < 0) throw Error(what + ": " + last_error());

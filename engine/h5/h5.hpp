@@ -66,8 +66,19 @@ private:
   void* data_ = nullptr;
 };
 
-// HDF5's innermost message for the last failure on this thread.
+// HDF5's innermost message for the last failure on this thread; for a
+// failed read or write of the file, the system's reason ("No space left on
+// device").
 std::string last_error();
+
+// Keeps HDF5 from closing still-open files when the process exits. A file
+// whose close failed (e.g. on a full disk) stays registered in HDF5 1.10
+// after the library freed it, and the library's exit handler then crashes on
+// it (HDFGroup/hdf5#2257, fixed in 1.14.1): a run that reported the failure
+// cleanly would end in SIGSEGV. flowd closes every file it opens itself, so
+// the handler has nothing to do. Must be called before any other HDF5 call
+// (first thing in main).
+void no_cleanup_at_exit();
 
 // `id` when valid, else throws flowd::Error("<what>: <last_error()>").
 Id check(hid_t id, Id::Closer closer, const std::string& what);

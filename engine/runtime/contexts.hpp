@@ -10,6 +10,7 @@
 #include "flowd/gpu.hpp"
 #include "memory/device.hpp"
 #include "runtime/carried.hpp"
+#include "runtime/output_set.hpp"
 #include "util/log.hpp"
 #include "workflow/graph.hpp"
 
@@ -110,15 +111,30 @@ public:
   std::optional<std::uint64_t> expected;
 };
 
+// A sink's files go through the run's OutputSet (output_set.hpp), which
+// commits every sink's files together.
 class SinkContextImpl final : public ContextImpl<SinkContext> {
 public:
   SinkContextImpl(const workflow::StageNode& node, const Inputs* inputs, Logger& log, const std::atomic<bool>& stop,
-                  const Json& provenance)
-      : ContextImpl(node, inputs, log, stop), provenance_(provenance) {}
+                  const Json& provenance, OutputSet& outputs)
+      : ContextImpl(node, inputs, log, stop), provenance_(provenance), outputs_(outputs) {}
   const Json& provenance() const noexcept override { return provenance_; }
+  void output_folder(const std::filesystem::path& dir) override { outputs_.declare_folder(node_.name, dir); }
+  void output_file(const std::filesystem::path& file) override { outputs_.declare_file(node_.name, file); }
+  std::filesystem::path stage_output(const std::filesystem::path& target) override {
+    return outputs_.stage(node_.name, target);
+  }
+  void write_output(const std::filesystem::path& target, std::span<const std::uint8_t> bytes) override {
+    outputs_.write(node_.name, target, bytes);
+  }
+  std::filesystem::path scratch_file(const std::filesystem::path& near) override {
+    return outputs_.scratch(node_.name, near);
+  }
+  void discard(const std::filesystem::path& temp) noexcept override { outputs_.discard(temp); }
 
 private:
   const Json& provenance_;
+  OutputSet& outputs_;
 };
 
 using ReduceContextImpl = ContextImpl<Context>;

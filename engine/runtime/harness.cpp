@@ -70,29 +70,48 @@ OperatorHarness::Emitted OperatorHarness::source(std::size_t limit) {
   return std::move(ctx.out.items());
 }
 
+SinkContextImpl OperatorHarness::sink_context(const Inputs* in) {
+  if (!outputs_) {
+    OutputSet::Options o;
+    o.manifests = false;
+    outputs_ = std::make_unique<OutputSet>(std::move(o), log_);
+  }
+  return SinkContextImpl(node_, in, log_, stop_, provenance, *outputs_);
+}
+
 void OperatorHarness::consume(std::vector<Item> inputs) {
   auto& sink = static_cast<Sink&>(*node_.op);
   if (!sink_open_) {
-    SinkContextImpl ctx(node_, nullptr, log_, stop_, provenance);
+    SinkContextImpl ctx = sink_context(nullptr);
     sink.open(ctx);
     sink_open_ = true;
   }
   const Inputs in = inputs_of(inputs);
-  SinkContextImpl ctx(node_, &in, log_, stop_, provenance);
+  SinkContextImpl ctx = sink_context(&in);
   sink.consume(ctx);
 }
 
 void OperatorHarness::commit() {
   auto& sink = static_cast<Sink&>(*node_.op);
-  SinkContextImpl ctx(node_, nullptr, log_, stop_, provenance);
+  SinkContextImpl ctx = sink_context(nullptr);
   if (!sink_open_) {
     sink.open(ctx);
     sink_open_ = true;
   }
-  sink.commit(ctx);
+  try {
+    sink.commit(ctx);
+    outputs_->commit();
+  } catch (...) {
+    sink.abort();
+    outputs_->abort();
+    throw;
+  }
 }
 
-void OperatorHarness::abort() { static_cast<Sink&>(*node_.op).abort(); }
+void OperatorHarness::abort() {
+  static_cast<Sink&>(*node_.op).abort();
+  if (outputs_) outputs_->abort();
+}
 
 Item OperatorHarness::reduce(const std::vector<Item>& items) {
   if (items.empty()) throw Error(spec().name + ": reduce of no items");

@@ -39,7 +39,9 @@ public:
   Emitted source(std::size_t limit = std::numeric_limits<std::size_t>::max());
   // What the source last announced with expect(), if anything.
   std::optional<std::uint64_t> expected() const noexcept { return expected_; }
-  // Sink: open() once, consume() per call, then commit() or abort().
+  // Sink: open() once, consume() per call, then commit() or abort(). The
+  // sink's staged files are moved into place by commit() (no manifest is
+  // written: the harness runs one sink, not a run).
   void consume(std::vector<Item> inputs);
   void commit();
   void abort();
@@ -49,6 +51,7 @@ public:
   Json provenance = Json::object();
 
 private:
+  SinkContextImpl sink_context(const Inputs* in);
   // Checks the count of inputs and points `in` at them (kept in `held`).
   Inputs inputs_of(std::vector<Item>& held) const;
 
@@ -58,6 +61,8 @@ private:
   bool source_open_ = false;
   std::optional<std::uint64_t> expected_;
   bool sink_open_ = false;
+  // After node_: destroyed first, so a sink's temporaries go before the sink.
+  std::unique_ptr<OutputSet> outputs_;
 };
 
 }  // namespace flowd::runtime

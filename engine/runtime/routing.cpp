@@ -23,9 +23,9 @@ void RunState::schedule_source(StageState& s) {
 CreditPtr RunState::take_credit(StageState& s, const std::string& key, bool skipped) {
   s.window->in_flight.fetch_add(1);
   return std::make_shared<Credit>(s.name(), key, [this, &s, skipped](const Credit& c) {
-    if (opts().checkpoint && !skipped && !c.failed() && !runner_.stopping()) {
+    if (checkpoint() && !skipped && !c.failed() && !runner_.stopping()) {
       try {
-        opts().checkpoint->finish({c.source_stage(), c.key()});
+        checkpoint()->finish({c.source_stage(), c.key()});
       } catch (const std::exception& e) {
         log().warn("[" + c.source_stage() + " " + c.key() + "] not recorded as finished: " + e.what());
       }
@@ -62,7 +62,7 @@ void RunState::run_source(StageState& s, sched::TaskEnv& env) {
     // Each emitted item takes its own credit.
     for (auto& [port, item] : ctx.out.items()) {
       w.emitted.fetch_add(1);
-      if (opts().checkpoint && opts().checkpoint->finished(s.name(), item.meta.key)) {
+      if (checkpoint() && checkpoint()->finished(s.name(), item.meta.key)) {
         // Finished by an earlier run: its credit comes back at once.
         ++w.skipped;
         take_credit(s, item.meta.key, true);

@@ -10,8 +10,19 @@
 
 namespace flowd::runtime::detail {
 
+namespace {
+
+OutputSet::Options output_options(const RunOptions& o) {
+  OutputSet::Options out;
+  out.overwrite = o.overwrite;
+  out.provenance = o.provenance;
+  return out;
+}
+
+}  // namespace
+
 RunState::RunState(workflow::Graph& graph, RunOptions options, Logger& log)
-    : runner_(graph, std::move(options), log) {}
+    : runner_(graph, std::move(options), log), outputs_(output_options(runner_.options()), runner_.log()) {}
 
 RunState::~RunState() { runner_.stop_workers(); }
 
@@ -35,9 +46,16 @@ exec::CurrentTask RunState::current_task(const StageState& s) {
 }
 
 bool RunState::open_sinks(RunReport& report) {
+  // Before anything is created: a refused run leaves nothing behind.
+  if (opts().checkpoint || opts().open_checkpoint)
+    for (const auto& s : stages_)
+      if (s.pattern() == Pattern::reduce)
+        throw Error("stage '" + s.name() +
+                    "' is a reduce: its partial results are not kept, so this run cannot be "
+                    "journalled or resumed (--journal/--resume)");
   for (auto& s : stages_) {
     if (s.pattern() != Pattern::sink) continue;
-    SinkContextImpl ctx(*s.node, nullptr, log(), runner_.stop_flag(), opts().provenance);
+    SinkContextImpl ctx(*s.node, nullptr, log(), runner_.stop_flag(), opts().provenance, outputs_);
     try {
       const auto note = current_task(s);
       static_cast<Sink&>(*s.node->op).open(ctx);
@@ -52,20 +70,34 @@ bool RunState::open_sinks(RunReport& report) {
       return false;
     }
   }
+  if (opts().commit) {
+    try {
+      outputs_.check_existing();
+    } catch (...) {
+      abort_sinks();
+      outputs_.abort();
+      throw;
+    }
+  }
   return true;
 }
 
 void RunState::start() {
-  if (opts().checkpoint)
-    for (const auto& s : stages_)
-      if (s.pattern() == Pattern::reduce)
-        throw Error("stage '" + s.name() + "' is a reduce: its partial results are not kept, so this run cannot be "
-                    "journalled or resumed (--journal/--resume)");
+  checkpoint_ = opts().checkpoint;
+  if (!checkpoint_ && opts().open_checkpoint) {
+    try {
+      checkpoint_ = opts().open_checkpoint();
+    } catch (...) {
+      abort_sinks();
+      outputs_.abort();
+      throw;
+    }
+  }
   runner_.start();
 }
 
 void RunState::begin() {
-  if (opts().checkpoint) replay_sink_inputs();
+  if (checkpoint()) replay_sink_inputs();
   {
     std::lock_guard lk(m_);
     for (auto& s : stages_)
@@ -81,7 +113,7 @@ void RunState::replay_sink_inputs() {
   std::lock_guard lk(m_);
   for (auto& s : stages_) {
     if (s.pattern() != Pattern::sink) continue;
-    for (auto& items : opts().checkpoint->replay(s.name())) {
+    for (auto& items : checkpoint()->replay(s.name())) {
       Tuple t;
       t.replayed = true;
       t.ports.resize(s.node->inputs.size());
@@ -151,7 +183,7 @@ void RunState::finish(RunReport& report) {
   else if (runner_.stopping()) report.status = RunStatus::failed;
   else if (!failures_.empty()) report.status = RunStatus::completed_with_failures;
   finish_sinks(report);
-  if (opts().checkpoint) {
+  if (checkpoint()) {
     std::uint64_t skipped = 0;
     {
       std::lock_guard lk(m_);
@@ -225,25 +257,30 @@ Progress RunState::progress_locked() const {
   return p;
 }
 
-// Sinks commit in stage order; they abort in reverse order, so a sink that
-// made a directory another sink wrote into removes it after that one is gone.
-void RunState::finish_sinks(RunReport& report) {
+void RunState::abort_sinks(std::size_t first) noexcept {
   std::vector<StageState*> sinks;
   for (auto& s : stages_)
     if (s.pattern() == Pattern::sink) sinks.push_back(&s);
-  auto abort_from = [&](std::size_t first) {
-    for (std::size_t i = sinks.size(); i-- > first;) {
-      const auto note = current_task(*sinks[i]);
-      static_cast<Sink&>(*sinks[i]->node->op).abort();
-    }
-  };
-  if (!opts().commit || (report.status != RunStatus::succeeded && report.status != RunStatus::completed_with_failures)) {
-    abort_from(0);
+  for (std::size_t i = sinks.size(); i-- > first;) {
+    const auto note = current_task(*sinks[i]);
+    static_cast<Sink&>(*sinks[i]->node->op).abort();
+  }
+}
+
+// Two phases (output_set.hpp): every sink completes its staged files
+// (commit, in stage order), then the run moves all of them into place at
+// once. A failure in either phase leaves no output of this run.
+void RunState::finish_sinks(RunReport& report) {
+  if (!opts().commit ||
+      (report.status != RunStatus::succeeded && report.status != RunStatus::completed_with_failures)) {
+    abort_sinks();
+    outputs_.abort();
     return;
   }
-  for (std::size_t i = 0; i < sinks.size(); ++i) {
-    StageState& s = *sinks[i];
-    SinkContextImpl ctx(*s.node, nullptr, log(), runner_.stop_flag(), opts().provenance);
+  std::size_t index = 0;
+  for (auto& s : stages_) {
+    if (s.pattern() != Pattern::sink) continue;
+    SinkContextImpl ctx(*s.node, nullptr, log(), runner_.stop_flag(), opts().provenance, outputs_);
     try {
       const auto note = current_task(s);
       static_cast<Sink&>(*s.node->op).commit(ctx);
@@ -252,9 +289,25 @@ void RunState::finish_sinks(RunReport& report) {
       report.error = "stage '" + s.name() +
                      "' could not commit its output: " + current_exception_message("operator '" + s.op() + "'");
       log().error(report.error);
-      abort_from(i);  // this one and the ones not committed yet; those committed stay
+      abort_sinks(index);  // this one and those not completed yet; the others hold nothing more
+      outputs_.abort();
       return;
     }
+    ++index;
+  }
+  try {
+    outputs_.commit();
+  } catch (const OutputsMixed& e) {
+    report.status = RunStatus::failed;
+    report.outputs_mixed = true;
+    report.error = std::string("the outputs could not be committed: ") + e.what();
+    log().error(report.error);
+    outputs_.abort();
+  } catch (const std::exception& e) {
+    report.status = RunStatus::failed;
+    report.error = std::string("the outputs could not be committed: ") + e.what();
+    log().error(report.error);
+    outputs_.abort();
   }
 }
 

@@ -80,10 +80,12 @@ public:
   RunReport prepare();
   // Opens every sink, so that an unwritable output fails before any work is
   // done. False when one could not open: the report says why and is final,
-  // every sink aborted.
+  // every sink aborted. Throws OutputsRefused (every sink aborted) when the
+  // outputs would mix with files flowd did not write.
   bool open_sinks(RunReport& report);
-  // Starts the workers. Throws flowd::Error for a resumable run the graph
-  // does not allow (a reduce's partial results are not kept).
+  // Opens the checkpoint of a resumable run, then starts the workers. Throws
+  // flowd::Error (every sink aborted, nothing left behind) when the journal
+  // cannot be opened.
   void start();
   // Sinks get what earlier runs kept for them (a resumed run), stages
   // without inputs close, sources begin to emit.
@@ -141,9 +143,15 @@ private:
   Json config() const;
   const RunOptions& opts() const noexcept { return runner_.options(); }
   Logger& log() const noexcept { return runner_.log(); }
+  // The run's checkpoint once start() has opened it (null: not resumable).
+  Checkpoint* checkpoint() const noexcept { return checkpoint_; }
+  // Sinks abort in reverse stage order from the `first` sink on.
+  void abort_sinks(std::size_t first = 0) noexcept;
 
   TaskRunner runner_;  // first: the stages' tasks run on it
-  int window_ = 0;     // source items alive at once, per source
+  OutputSet outputs_;  // every sink's files (output_set.hpp)
+  Checkpoint* checkpoint_ = nullptr;
+  int window_ = 0;  // source items alive at once, per source
   Clock::time_point started_;
   std::deque<StageState> stages_;  // deque: StageState holds atomics and never moves
 

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -61,6 +62,13 @@ struct RunOptions {
   // A resumable run (--journal/--resume): finished source items are skipped
   // and sinks get what earlier runs gave them.
   Checkpoint* checkpoint = nullptr;
+  // Opens the checkpoint when the run has passed every check that can refuse
+  // it (sinks opened, outputs checked, no reduce stage), so a refused run
+  // creates no journal. Used when `checkpoint` is null; may throw (the run is
+  // then refused as well).
+  std::function<Checkpoint*()> open_checkpoint;
+  // Outputs may replace files no earlier flowd run wrote (--overwrite).
+  bool overwrite = false;
 };
 
 struct TaskFailure {
@@ -96,6 +104,7 @@ struct RunReport {
   RunStatus status = RunStatus::succeeded;
   std::vector<TaskFailure> failures;  // every failure (keep-going) or the first (otherwise)
   std::string error;                  // a run-level problem (sink commit, lost items), if any
+  bool outputs_mixed = false;         // a failed commit could not be undone: `error` says what is where
   Progress final;
   std::vector<sched::WorkerInfo> workers;
   std::string gpu_note;               // why there are no GPUs, or which were simulated

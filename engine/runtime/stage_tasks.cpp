@@ -64,12 +64,12 @@ void RunState::run_sink(StageState& s, sched::TaskEnv& env) {
       inputs = runner_.place(t, memory::host, scratch, moved, s.node);
       // Kept before consumed: once its source item counts as finished, a
       // resumed run replays it instead of computing it again.
-      if (opts().checkpoint && !t.replayed) {
+      if (checkpoint() && !t.replayed) {
         std::vector<SourceRef> sources;
         for (const auto& c : t.credits()) sources.push_back({c->source_stage(), c->key()});
-        opts().checkpoint->keep_sink_input(s.name(), inputs.items, sources);
+        checkpoint()->keep_sink_input(s.name(), inputs.items, sources);
       }
-      SinkContextImpl ctx(*s.node, &inputs, log(), runner_.stop_flag(), opts().provenance);
+      SinkContextImpl ctx(*s.node, &inputs, log(), runner_.stop_flag(), opts().provenance, outputs_);
       static_cast<Sink&>(*s.node->op).consume(ctx);
     });
     runner_.trace_task(s.op(), s.name(), env.worker(), t.key, "cpu", o);

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "flowd/error.hpp"
+#include "util/temp_files.hpp"
 
 namespace flowd {
 
@@ -22,14 +23,7 @@ std::optional<fs::path> user_cache_dir() {
   return std::nullopt;
 }
 
-fs::path temp_path_for(const fs::path& target) {
-  // pid + 64 random bits: unique across threads and processes without shared state.
-  std::random_device rd;
-  const unsigned long long r = (static_cast<unsigned long long>(rd()) << 32) ^ rd();
-  const std::string name = "." + target.stem().string() + ".flowd-tmp-" + std::to_string(::getpid()) + "-" +
-                           std::to_string(r) + target.extension().string();
-  return target.parent_path() / name;
-}
+fs::path temp_path_for(const fs::path& target) { return owned_temp_name(target); }
 
 void write_file_atomic(const fs::path& path, std::string_view bytes) {
   const fs::path tmp = temp_path_for(path);
@@ -37,7 +31,7 @@ void write_file_atomic(const fs::path& path, std::string_view bytes) {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) throw Error("cannot create " + tmp.string() + ": " + std::strerror(errno));
     out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    out.flush();
+    out.close();  // a full disk may show only when the last buffer is written
     if (!out) {
       std::error_code ec;
       fs::remove(tmp, ec);

@@ -10,9 +10,8 @@ namespace flowd {
 // when none can be determined.
 std::optional<std::filesystem::path> user_cache_dir();
 
-// A temporary name next to `target` (same directory, so rename is atomic):
-// ".<name>.flowd-tmp-<pid>-<n><ext>", keeping the extension for encoders that
-// look at it.
+// A temporary name next to `target` (same directory, so rename is atomic),
+// naming this process as its owner (util/temp_files.hpp).
 std::filesystem::path temp_path_for(const std::filesystem::path& target);
 
 // Writes `bytes` to a temporary name and renames it over `path`. Throws

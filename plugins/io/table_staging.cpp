@@ -150,6 +150,16 @@ void TableStaging::write_ordered(hid_t group, int compression) const {
     }
     cursor += seg.rows;
   }
+  // Closed here, checked: a dataset's buffered data is written when it closes.
+  for (std::size_t i = 0; i < out.size(); ++i)
+    out[i].close("cannot write column '" + schema_.columns()[i].name + "'");
+  out_key.close(std::string("cannot write column '") + layout::key_column + "'");
+}
+
+void TableStaging::close() {
+  for (auto& d : staged_)
+    d.close("cannot write the staging file");
+  staged_.clear();
 }
 
 }  // namespace flowd::io

@@ -33,6 +33,10 @@ public:
   // columns of at least 4096 rows.
   void write_ordered(hid_t group, int compression) const;
 
+  // Closes the staging datasets, throwing flowd::Error if HDF5 cannot (their
+  // last data is written then).
+  void close();
+
 private:
   struct Segment {
     std::string key;

@@ -56,6 +56,7 @@ void write_root_attributes(hid_t file, const Json& provenance) {
     if (it == provenance.end()) continue;
     h5::set_attr(root, attr, it->is_string() ? it->get<std::string>() : it->dump());
   }
+  root.close("cannot close the root group");
 }
 
 }  // namespace
@@ -85,16 +86,14 @@ WriteHdf5::WriteHdf5(const Params& params)
 
 std::string WriteHdf5::where() const { return "'/" + dataset_ + "' in '" + path_.string() + "'"; }
 
-void WriteHdf5::open(SinkContext&) {
+void WriteHdf5::open(SinkContext& ctx) {
   h5::Quiet quiet;
-  std::error_code ec;
-  if (fs::is_directory(path_, ec)) throw Error("output '" + path_.string() + "' is a folder; `path` must name a file");
-  files_.make_dirs(path_.parent_path());
-  work_path_ = files_.reserve(path_);
+  ctx.output_file(path_);
+  work_path_ = ctx.stage_output(path_);
   try {
     work_ = h5::create_file(work_path_);
   } catch (const Error& e) {
-    throw Error("cannot write '" + path_.string() + "' (temporary '" + work_path_.string() + "'): " + e.what());
+    throw Error("writing '" + path_.string() + "': " + e.what());
   }
 }
 
@@ -111,7 +110,7 @@ void WriteHdf5::consume(SinkContext& ctx) {
                 where() + " already holds " + (kind_ == Kind::table ? "tables" : "arrays") +
                 "; store arrays and tables with two io.write_hdf5 stages");
   if (want == Kind::arrays) write_array(item);
-  else stage_table(item);
+  else stage_table(ctx, item);
   kind_ = want;
 }
 
@@ -164,6 +163,7 @@ void WriteHdf5::write_array(const Item& item) {
     if (item.meta.bbox) h5::set_attr(ds, layout::bbox_attr, box_values(*item.meta.bbox));
     if (item.meta.core) h5::set_attr(ds, layout::core_attr, box_values(*item.meta.core));
     h5::set_attr(ds, layout::attrs_attr, attrs_text);
+    ds.close("cannot write");  // its data reaches the file here (a full disk shows now)
   } catch (const std::exception& e) {
     ds.reset();
     H5Ldelete(work_, path.c_str(), H5P_DEFAULT);  // no half-written dataset stays in the file
@@ -171,10 +171,17 @@ void WriteHdf5::write_array(const Item& item) {
   }
 }
 
-void WriteHdf5::stage_table(const Item& item) {
+void WriteHdf5::stage_table(SinkContext& ctx, const Item& item) {
   const Table& t = item.table();
   try {
-    if (!tables_) tables_.emplace(work_, t);
+    if (!tables_) {
+      // Rows are staged in a scratch file; the output is written at commit.
+      work_.close("cannot close the file");
+      ctx.discard(work_path_);
+      work_path_ = ctx.scratch_file(path_);
+      work_ = h5::create_file(work_path_);
+      tables_.emplace(work_, t);
+    }
     if (!tables_->same_schema(t))
       throw Error("its columns (" + t.schema() + ") differ from the first table's (" + tables_->schema() +
                   "); every table stored in one group needs the same columns");
@@ -187,30 +194,27 @@ void WriteHdf5::stage_table(const Item& item) {
 void WriteHdf5::commit(SinkContext& ctx) {
   h5::Quiet quiet;
   try {
-    finish(ctx.provenance());
+    finish(ctx);
   } catch (const Error& e) {
-    throw Error("cannot finish '" + path_.string() + "': " + e.what());
+    throw Error("writing '" + path_.string() + "': " + e.what());
   }
-  files_.commit();
 }
 
-void WriteHdf5::finish(const Json& provenance) {
+void WriteHdf5::finish(SinkContext& ctx) {
   const std::string group = "/" + dataset_;
   if (kind_ == Kind::table) {
-    const fs::path final_path = files_.reserve(path_);
-    {
-      h5::Id out = h5::create_file(final_path);
-      write_root_attributes(out, provenance);
-      h5::Id g = h5::create_group(out, group, /*track_order=*/true);
-      h5::set_attr(g, layout::kind_attr, std::string(layout::kind_table));
-      tables_->write_ordered(g, compression_);
-      g.reset();
-      out.close("cannot close the file");
-    }
+    const fs::path final_path = ctx.stage_output(path_);
+    h5::Id out = h5::create_file(final_path);
+    write_root_attributes(out, ctx.provenance());
+    h5::Id g = h5::create_group(out, group, /*track_order=*/true);
+    h5::set_attr(g, layout::kind_attr, std::string(layout::kind_table));
+    tables_->write_ordered(g, compression_);
+    g.close("cannot close group " + group);
+    out.close("cannot close the file");
+    tables_->close();
     tables_.reset();
-    work_.reset();
-    files_.discard(work_path_);
-    sync_file(final_path);
+    work_.close("cannot close the staging file");
+    ctx.discard(work_path_);
     return;
   }
   {
@@ -218,17 +222,16 @@ void WriteHdf5::finish(const Json& provenance) {
                    ? h5::create_group(work_, group)
                    : h5::check(H5Gopen2(work_, group.c_str(), H5P_DEFAULT), H5Gclose, "cannot open group " + group);
     h5::set_attr(g, layout::kind_attr, std::string(kind_ == Kind::none ? layout::kind_empty : layout::kind_arrays));
+    g.close("cannot close group " + group);
   }
-  write_root_attributes(work_, provenance);
+  write_root_attributes(work_, ctx.provenance());
   work_.close("cannot close the file");
-  sync_file(work_path_);
 }
 
 void WriteHdf5::abort() noexcept {
   h5::Quiet quiet;
   tables_.reset();
   work_.reset();
-  files_.abort();
 }
 
 }  // namespace flowd::io

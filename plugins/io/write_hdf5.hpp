@@ -8,7 +8,6 @@
 
 #include "flowd/flowd.hpp"
 #include "h5.hpp"
-#include "output_files.hpp"
 #include "table_staging.hpp"
 
 namespace flowd::io {
@@ -27,19 +26,18 @@ private:
   enum class Kind { none, arrays, table };
 
   void write_array(const Item& item);
-  void stage_table(const Item& item);
+  void stage_table(SinkContext& ctx, const Item& item);
   // Completes the file under its temporary name, ready to be renamed.
-  void finish(const Json& provenance);
+  void finish(SinkContext& ctx);
   // "'/data' in 'out.h5'", for messages.
   std::string where() const;
 
   std::filesystem::path path_;
   std::string dataset_;
   int compression_;
-  OutputFiles files_;
-  // The temporary file. Arrays are written into it and it is renamed into
-  // place; table rows are staged in it and it is deleted after the final
-  // file has been written in key order.
+  // The temporary file. Arrays are written into it and it becomes the output
+  // (SinkContext::stage_output); table rows are staged in a scratch file
+  // instead, read back in key order into the output at commit.
   std::filesystem::path work_path_;
   h5::Id work_;
   Kind kind_ = Kind::none;

@@ -77,7 +77,7 @@ WriteImage::WriteImage(const Params& params)
   if (dir_.empty()) throw ParamError("dir", "dir is empty");
 }
 
-void WriteImage::open(SinkContext&) { files_.make_dirs(dir_); }
+void WriteImage::open(SinkContext& ctx) { ctx.output_folder(dir_); }
 
 void WriteImage::consume(SinkContext& ctx) {
   const Item& item = ctx.input("image");
@@ -88,15 +88,11 @@ void WriteImage::consume(SinkContext& ctx) {
     throw Error("items '" + it->second + "' and '" + item.meta.key + "' both map to file '" + target.string() +
                 "' (see the `name` parameter)");
   try {
-    files_.write(target, encode(item, target, extension_));
+    ctx.write_output(target, encode(item, target, extension_));
   } catch (...) {
     written_.erase(target.string());  // nothing was written for this item
     throw;
   }
 }
-
-void WriteImage::commit(SinkContext&) { files_.commit(); }
-
-void WriteImage::abort() noexcept { files_.abort(); }
 
 }  // namespace flowd::io

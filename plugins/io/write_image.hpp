@@ -1,12 +1,12 @@
 #pragma once
-// io.write_image: one PNG or TIFF file per item, named from its key.
+// io.write_image: one PNG or TIFF file per item, named from its key; the
+// files are staged through the SinkContext and appear when the run commits.
 #include <filesystem>
 #include <string>
 #include <unordered_map>
 
 #include "flowd/flowd.hpp"
 #include "name_template.hpp"
-#include "output_files.hpp"
 
 namespace flowd::io {
 
@@ -17,14 +17,11 @@ public:
 
   void open(SinkContext& ctx) override;
   void consume(SinkContext& ctx) override;
-  void commit(SinkContext& ctx) override;
-  void abort() noexcept override;
 
 private:
   std::filesystem::path dir_;
   std::string extension_;  // ".png" or ".tif"
   NameTemplate name_;
-  OutputFiles files_;
   std::unordered_map<std::string, std::string> written_;  // target path -> key of the item written there
 };
 

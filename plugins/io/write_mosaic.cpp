@@ -76,9 +76,9 @@ WriteMosaic::WriteMosaic(const Params& params)
   if (labels_dir_.empty()) throw ParamError("labels_dir", "labels_dir is empty");
 }
 
-void WriteMosaic::open(SinkContext&) {
-  files_.make_dirs(labels_dir_);
-  if (!overlay_dir_.empty()) files_.make_dirs(overlay_dir_);
+void WriteMosaic::open(SinkContext& ctx) {
+  ctx.output_folder(labels_dir_);
+  if (!overlay_dir_.empty()) ctx.output_folder(overlay_dir_);
 }
 
 void WriteMosaic::consume(SinkContext& ctx) {
@@ -134,13 +134,13 @@ void WriteMosaic::write(const std::string& image, Pending& p, SinkContext& ctx) 
                 " objects do not fit a 16-bit label image (at most 65535)");
   cv::Mat u16;
   labels.convertTo(u16, CV_16U);
-  files_.write(target, png(u16, target));
+  ctx.write_output(target, png(u16, target));
   if (!overlay_dir_.empty()) {
     draw_contours(p.rgb, labels, colour_);
     cv::Mat bgr;
     cv::cvtColor(p.rgb, bgr, cv::COLOR_RGB2BGR);
     const std::filesystem::path overlay = overlay_dir_ / (image + ".png");
-    files_.write(overlay, png(bgr, overlay));
+    ctx.write_output(overlay, png(bgr, overlay));
   }
   done_[image] = target.string();
   ctx.info("image '" + image + "': " + std::to_string(objects) + " objects from " +
@@ -156,12 +156,8 @@ void WriteMosaic::commit(SinkContext& ctx) {
     write(image, p, ctx);
   }
   pending_.clear();
-  files_.commit();
 }
 
-void WriteMosaic::abort() noexcept {
-  pending_.clear();
-  files_.abort();
-}
+void WriteMosaic::abort() noexcept { pending_.clear(); }
 
 }  // namespace flowd::io

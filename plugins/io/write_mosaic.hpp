@@ -9,7 +9,6 @@
 #include "flowd/flowd.hpp"
 #include "label_mosaic.hpp"
 #include "name_template.hpp"
-#include "output_files.hpp"
 
 namespace flowd::io {
 
@@ -32,7 +31,6 @@ private:
 
   std::filesystem::path labels_dir_, overlay_dir_;
   cv::Scalar colour_;
-  OutputFiles files_;
   std::map<std::string, Pending> pending_;   // image -> tiles so far
   std::map<std::string, std::string> done_;  // image -> file written
 };

@@ -63,8 +63,9 @@ TEST(IoWorkflow, KeepGoingSkipsACorruptImageAndWritesTheRest) {
   ASSERT_EQ(report.failures.size(), 1u);
   EXPECT_NE(report.failures[0].message.find("b.png"), std::string::npos) << report.failures[0].message;
   EXPECT_EQ(files_below(dir / "out"),
-            (std::vector<std::string>{"a/tile/0/0.png", "a/tile/0/1.png", "a/tile/1/0.png", "a/tile/1/1.png",
-                                      "c/tile/0/0.png", "c/tile/0/1.png", "c/tile/1/0.png", "c/tile/1/1.png"}));
+            (std::vector<std::string>{".flowd-manifest.json", "a/tile/0/0.png", "a/tile/0/1.png", "a/tile/1/0.png",
+                                      "a/tile/1/1.png", "c/tile/0/0.png", "c/tile/0/1.png", "c/tile/1/0.png",
+                                      "c/tile/1/1.png"}));
 }
 
 TEST(IoWorkflow, AFailedRunLeavesNoOutputAtAll) {

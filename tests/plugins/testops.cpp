@@ -211,7 +211,8 @@ private:
 };
 
 // Records every consumed key (and JSON payload) and writes them, one per
-// line, to `path` only on commit: a minimal transactional sink.
+// line, to `path` on commit: a minimal transactional sink. `fail_commit`
+// fails its commit after `path` was staged.
 class Record final : public Sink {
 public:
   static OperatorSpec spec() {
@@ -223,8 +224,9 @@ public:
   explicit Record(const Params& p)
       : path_(p.get<std::string>("path")), fail_key_(p.get<std::string>("fail_key")),
         fail_commit_(p.get<bool>("fail_commit")), fail_open_(p.get<bool>("fail_open")) {}
-  void open(SinkContext&) override {
+  void open(SinkContext& ctx) override {
     if (fail_open_) throw Error("cannot open " + path_ + " (asked to fail)");
+    ctx.output_file(path_);
   }
   void consume(SinkContext& ctx) override {
     const Item& in = ctx.input(0);
@@ -234,18 +236,13 @@ public:
     lines_.push_back(line);
     workflow_sha_ = ctx.provenance().value("workflow_sha256", "");
   }
-  void commit(SinkContext&) override {
-    if (fail_commit_) throw Error("commit refused (asked to fail)");
+  void commit(SinkContext& ctx) override {
     std::sort(lines_.begin(), lines_.end(), [](const std::string& a, const std::string& b) { return key_less(a, b); });
-    const std::filesystem::path target(path_);
-    if (target.has_parent_path()) std::filesystem::create_directories(target.parent_path());
-    std::ofstream out(path_ + ".tmp");
-    for (const auto& l : lines_) out << l << "\n";
-    out.close();
-    if (!out) throw Error("cannot write " + path_ + ".tmp");
-    if (std::rename((path_ + ".tmp").c_str(), path_.c_str()) != 0) throw Error("cannot rename to " + path_);
+    std::string text;
+    for (const auto& l : lines_) text += l + "\n";
+    ctx.write_output(path_, std::span(reinterpret_cast<const std::uint8_t*>(text.data()), text.size()));
+    if (fail_commit_) throw Error("commit refused (asked to fail)");
   }
-  void abort() noexcept override { std::remove((path_ + ".tmp").c_str()); }
 
 private:
   std::string path_, fail_key_;

@@ -17,7 +17,8 @@ namespace flowd {
 
 // 2: GPU variants (gpu.hpp), Context::simulate_compute.
 // 3: sub-task output ports by name (SubRef::port, SubTasks::result).
-inline constexpr std::uint32_t abi_version = 3;
+// 4: sinks' staged output files (SinkContext::output_folder ... discard).
+inline constexpr std::uint32_t abi_version = 4;
 
 inline std::string abi_fingerprint() {
   std::string s;

@@ -9,7 +9,9 @@
 // accumulators.
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -167,11 +169,41 @@ public:
 using MapContext = EmitContext;
 using ReduceContext = Context;
 
+// What a sink gets: the run's provenance and its output files. A sink
+// declares in open() where it writes (a folder it fills, or single files),
+// then writes each file under a temporary name the engine hands out. When
+// the whole run has succeeded and every sink's commit() returned, the engine
+// renames every sink's files into place together: all of them or, if one
+// rename fails, none (what was there before is put back). A failed or
+// interrupted run removes them. docs/plugin-sdk.md, "Writing a sink".
 class SinkContext : public Context {
 public:
   // Where results came from: workflow hash and text, flowd and plugin
   // versions, every stage's parameters. Sinks store it with their outputs.
   virtual const Json& provenance() const noexcept = 0;
+
+  // Declares a folder whose files are all this sink's output (io.write_image's
+  // `dir`) or one output file (io.write_hdf5's `path`); missing folders are
+  // created, and removed again if the run writes nothing. Call from open():
+  // the engine refuses, before any work, a run whose outputs would mix with
+  // files an earlier run of flowd did not write (docs/cli.md, "Outputs").
+  virtual void output_folder(const std::filesystem::path& dir) = 0;
+  virtual void output_file(const std::filesystem::path& file) = 0;
+
+  // A new, empty temporary file that becomes `target` when the run commits;
+  // write it with any library. `target` must be a declared file or lie in a
+  // declared folder (sub-folders are created). Staging a target again
+  // discards its earlier temporary. Throws flowd::Error naming the target.
+  virtual std::filesystem::path stage_output(const std::filesystem::path& target) = 0;
+  // Stages `bytes` as the whole of `target`: written, flushed to disk and
+  // checked. Throws flowd::Error ("writing 'out/a.png': No space left on
+  // device") and leaves nothing behind.
+  virtual void write_output(const std::filesystem::path& target, std::span<const std::uint8_t> bytes) = 0;
+  // A temporary working file next to `near` that never becomes an output:
+  // removed at the end of the run whatever happens, or by discard().
+  virtual std::filesystem::path scratch_file(const std::filesystem::path& near) = 0;
+  // Removes a temporary from stage_output() or scratch_file() now.
+  virtual void discard(const std::filesystem::path& temp) noexcept = 0;
 };
 
 class Operator {
@@ -206,14 +238,18 @@ public:
   virtual Item finish(ReduceContext&, Item acc) const { return acc; }
 };
 
-// Consumes items and writes results. Writes go to temporary names; commit()
-// makes them visible after the whole run succeeded, abort() removes them.
+// Consumes items and writes results, through SinkContext's staged files.
+// commit() is called when the whole run has succeeded: it completes the
+// sink's staged files (closes them, writes what it kept back); the engine
+// then moves every sink's files into place at once. abort() is called
+// instead when the run failed or was interrupted: release what the sink
+// holds (the engine removes the staged files).
 class Sink : public Operator {
 public:
   virtual void open(SinkContext&) {}
   virtual void consume(SinkContext& ctx) = 0;
-  virtual void commit(SinkContext& ctx) = 0;
-  virtual void abort() noexcept = 0;
+  virtual void commit(SinkContext&) {}
+  virtual void abort() noexcept {}
 };
 
 }  // namespace flowd
