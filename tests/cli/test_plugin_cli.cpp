@@ -1,6 +1,7 @@
 // The plugin side of the command line as an author meets it: refusals that
 // say why, the search path's shadowing, `flowd inspect` and `flowd validate`
 // output.
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <unistd.h>
@@ -249,4 +250,34 @@ TEST(PluginCli, TheReduceExampleRunsInItsWorkflow) {
   auto k = flowd_cmd(dir, {"run", "keyed.json", "-P", test_plugins("areahist"), "--no-progress"});
   ASSERT_EQ(k.code, 0) << k.err;
   EXPECT_EQ(flowd::test::slurp(dir / "keys.txt"), "histogram\n");
+}
+
+// The sink example of docs/plugin-sdk.md: its files appear, with the folder's
+// manifest, only when the run succeeds, and a failed run leaves none.
+TEST(PluginCli, TheSinkExampleWritesItsFilesOnlyWhenTheRunSucceeds) {
+  const auto dir = scratch();
+  const std::string example = std::string(FLOWD_SOURCE_DIR) + "/docs/examples/sink-plugin/workflow.json";
+  auto r = flowd_cmd(dir, {"run", example, "-P", test_plugins("summarysink"), "--set", "output=out", "--no-progress"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string summary = flowd::test::slurp(dir / "out" / "summary.tsv");
+  EXPECT_EQ(summary.rfind("# workflow sha256 ", 0), 0u) << summary;
+  EXPECT_EQ(std::count(summary.begin(), summary.end(), '\n'), 4) << summary;  // the header and 3 images
+  EXPECT_TRUE(fs::is_regular_file(dir / "out" / ".flowd-manifest.json"));
+
+  const std::string sink = R"("sink": {"op": "example.write_summary", "inputs": {"in": "src.out"},
+                                       "params": {"path": "json/summary.tsv", "dir": "json/items"}})";
+  write(dir / "json.json", R"({"version": 1, "stages": {"src": {"op": "test.count", "params": {"count": 3}}, )" + sink + "}}");
+  auto j = flowd_cmd(dir, {"run", "json.json", "-P", test_plugins("summarysink"), "-P", test_plugins("testops"), "--no-progress"});
+  ASSERT_EQ(j.code, 0) << j.err;
+  EXPECT_EQ(flowd::test::slurp(dir / "json" / "summary.tsv").substr(0, 1), "#");
+  for (int i = 0; i < 3; ++i)
+    EXPECT_TRUE(fs::is_regular_file(dir / "json" / "items" / "item" / (std::to_string(i) + ".json"))) << i;
+
+  write(dir / "fails.json",
+        R"({"version": 1, "stages": {"src": {"op": "test.count", "params": {"count": 3, "fail_at": 2}}, )" + sink + "}}");
+  fs::remove_all(dir / "json");
+  auto f = flowd_cmd(dir, {"run", "fails.json", "-P", test_plugins("summarysink"), "-P", test_plugins("testops"), "--no-progress"});
+  EXPECT_EQ(f.code, 3) << f.err;
+  EXPECT_FALSE(fs::exists(dir / "json" / "summary.tsv"));
+  EXPECT_FALSE(fs::exists(dir / "json" / "items" / "item" / "0.json"));
 }
