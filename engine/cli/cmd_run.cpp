@@ -107,10 +107,17 @@ workflow::Graph load_graph(const CommonOptions& o, Logger& log) {
   return workflow::validate(std::move(wf), registry);
 }
 
+// A value given on the command line that flowd cannot use: exit 1 (a bad
+// command line), where the same value in the workflow's run section is an
+// invalid workflow (exit 2).
+struct UsageError : Error {
+  using Error::Error;
+};
+
 bool on_off(const std::string& v, const char* flag) {
   if (v == "on" || v == "true" || v == "1") return true;
   if (v == "off" || v == "false" || v == "0") return false;
-  throw Error(std::string("--") + flag + " expects on or off, got '" + v + "'");
+  throw UsageError(std::string("--") + flag + " expects on or off, got '" + v + "'");
 }
 
 // Command line over the workflow's run section over the defaults.
@@ -119,18 +126,25 @@ runtime::RunOptions run_options(const ExecOptions& e, const workflow::Graph& g) 
   runtime::RunOptions ro;
   ro.cpu_workers = e.cpu >= 0 ? e.cpu : run.cpu.value_or(0);
   ro.scheduler = !e.scheduler.empty() ? e.scheduler : run.scheduler.value_or("pats");
-  if (auto why = runtime::scheduler_problem(ro.scheduler))
-    throw Error((e.scheduler.empty() ? "/run/scheduler" : "--scheduler") + std::string(": ") + *why);
-  ro.gpus = runtime::GpuSpec::parse(!e.gpu.empty() ? e.gpu : run.gpu.value_or("all"));
+  if (auto why = runtime::scheduler_problem(ro.scheduler)) {
+    if (e.scheduler.empty()) throw Error("/run/scheduler: " + *why);
+    throw UsageError("--scheduler: " + *why);
+  }
+  try {
+    ro.gpus = runtime::GpuSpec::parse(!e.gpu.empty() ? e.gpu : run.gpu.value_or("all"));
+  } catch (const std::exception& ex) {
+    if (e.gpu.empty()) throw Error(std::string("/run/gpu: ") + ex.what());
+    throw UsageError(std::string("--gpu: ") + ex.what());
+  }
   if (!e.locality.empty()) ro.locality = on_off(e.locality, "locality");
   if (!e.prefetch.empty()) ro.prefetch = on_off(e.prefetch, "prefetch");
   if (e.transfer_impact >= 0) {
-    if (e.transfer_impact > 1) throw Error("--transfer-impact expects a share in [0, 1]");
+    if (e.transfer_impact > 1) throw UsageError("--transfer-impact expects a share in [0, 1]");
     ro.transfer_impact = e.transfer_impact;
   }
-  if (e.sim_bandwidth_gb <= 0) throw Error("--sim-bandwidth must be > 0 GB/s");
+  if (e.sim_bandwidth_gb <= 0) throw UsageError("--sim-bandwidth must be > 0 GB/s");
   ro.sim_bandwidth = e.sim_bandwidth_gb * 1e9;
-  if (e.speedup_error < 0 || e.speedup_error > 1) throw Error("--speedup-error expects a fraction in [0, 1]");
+  if (e.speedup_error < 0 || e.speedup_error > 1) throw UsageError("--speedup-error expects a fraction in [0, 1]");
   ro.speedup_error = e.speedup_error;
   ro.keep_going = e.keep_going || run.keep_going.value_or(false);
   ro.max_in_flight = e.max_in_flight > 0 ? e.max_in_flight : run.max_in_flight.value_or(0);
@@ -265,6 +279,9 @@ int cmd_run(const Args& args, const std::vector<std::string>& full_command_line)
     graph = load_graph(o, log);
     ro = run_options(e, graph);
     if (model_file) model = sched::PerfModel::load(*model_file);
+  } catch (const UsageError& ex) {
+    log.error(ex.what());
+    return exit_usage;
   } catch (const std::exception& ex) {
     log.error(ex.what());
     return exit_invalid;
@@ -412,6 +429,9 @@ int cmd_calibrate(const Args& args) {
       log.info(std::string(gpu_pass ? "GPU" : "CPU") + " variants measured on " +
                std::to_string(report.final.source_items) + " source items");
     }
+  } catch (const UsageError& ex) {
+    log.error(ex.what());
+    return exit_usage;
   } catch (const std::exception& ex) {
     log.error(ex.what());
     return exit_invalid;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <fstream>
 #include <map>
 
 #include "support/cli.hpp"
@@ -126,11 +127,23 @@ TEST(Hetero, TheReportSaysTheGpusWereSimulated) {
 TEST(Hetero, BadGpuAndSchedulerChoicesAreUsageErrors) {
   const auto dir = scratch();
   auto r = hetero(dir, {"--gpu", "sim:0"});
-  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.code, 1) << r.err;  // a bad command line
+  EXPECT_NE(r.err.find("--gpu: "), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("sim:N[:scale]"), std::string::npos) << r.err;
   r = hetero(dir, {"--scheduler", "random"});
-  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.code, 1) << r.err;
   EXPECT_NE(r.err.find("pats, fcfs, heft"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir / "out"));
+
+  // The same choice in the workflow's run section is an invalid workflow.
+  std::string text = slurp(std::string(FLOWD_SOURCE_DIR) + "/workflows/default.json");
+  const auto at = text.find(R"("scheduler": "fcfs")");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, std::string(R"("scheduler": "fcfs")").size(), R"("scheduler": "random")");
+  std::ofstream(dir / "wf.json") << text;
+  r = flowd_cmd(dir, {"run", "wf.json", "--set", "output=out"});
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("/run/scheduler: unknown scheduler 'random'"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(dir / "out"));
 }
 
