@@ -4,6 +4,7 @@
 // test sees the others go through. Not installed.
 #include <chrono>
 #include <csignal>
+#include <cstdint>
 #include <cstdlib>
 #include <string>
 #include <thread>
@@ -36,8 +37,10 @@ int overflow(int depth) {
   if (how == "text") throw "plain text";
   if (how == "custom") throw PluginOwnError{7};
   if (how == "segv") {
-    volatile int* null = nullptr;
-    *null = 1;
+    // An address in the never-mapped first page, not null itself: a real
+    // SIGSEGV in every build, where UBSan would report a null store first.
+    volatile std::uintptr_t address = 16;
+    *reinterpret_cast<volatile int*>(address) = 1;
   }
   if (how == "overflow") std::exit(overflow(0));
   if (how == "fpe") std::raise(SIGFPE);
