@@ -125,6 +125,18 @@ std::vector<std::string> with(std::vector<std::string> args, const std::vector<s
   return args;
 }
 
+// map_workflow(how) run in a folder of its own, named after `how`.
+struct MapCase {
+  fs::path dir;
+  Outcome run;
+};
+MapCase run_map_case(const std::string& how) {
+  const auto dir = scratch() / how;
+  fs::create_directories(dir);
+  write(dir / "wf.json", map_workflow(how));
+  return {dir, run_flowd(dir, with({"run", "wf.json"}, plain))};
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------
@@ -137,10 +149,7 @@ TEST(Failures, AnOperatorThrowingANonStandardExceptionFailsItsItem) {
   } cases[] = {{"int", "int"}, {"text", "char const*"}, {"custom", "PluginOwnError"}};
   for (const auto& c : cases) {
     SCOPED_TRACE(c.how);
-    const auto dir = scratch() / c.how;
-    fs::create_directories(dir);
-    write(dir / "wf.json", map_workflow(c.how));
-    const auto r = run_flowd(dir, with({"run", "wf.json"}, plain));
+    const auto [dir, r] = run_map_case(c.how);
     ASSERT_FALSE(r.timed_out) << "the run hung\n" << r.err;
     EXPECT_EQ(r.code, 3) << r.err;
     EXPECT_TRUE(contains(r.err,
@@ -280,10 +289,7 @@ TEST(Failures, ACrashInAnOperatorIsReportedWithItsStageOperatorPluginAndItem) {
                {"fpe", 136, "fatal signal 8 (SIGFPE"}};
   for (const auto& c : cases) {
     SCOPED_TRACE(c.how);
-    const auto dir = scratch() / c.how;
-    fs::create_directories(dir);
-    write(dir / "wf.json", map_workflow(c.how));
-    const auto r = run_flowd(dir, with({"run", "wf.json"}, plain));
+    const auto [dir, r] = run_map_case(c.how);
     ASSERT_FALSE(r.timed_out) << "the run hung\n" << r.err;
     EXPECT_EQ(r.code, c.code) << r.err;
     EXPECT_TRUE(contains(r.err, c.signal)) << r.err;
