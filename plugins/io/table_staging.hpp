@@ -48,6 +48,15 @@ private:
     hsize_t offset;
     hsize_t rows;
   };
+  // Rows [from, from + rows) of the staging datasets that go to rows
+  // [to, to + rows) of the output.
+  struct Stretch {
+    hsize_t from, to, rows;
+  };
+  // The copies write_ordered() makes, for segments in output `order`:
+  // segments next to each other in both files (items that arrived in key
+  // order, the usual case) are copied together.
+  std::vector<Stretch> copy_stretches(const std::vector<std::size_t>& order) const;
 
   // Writes the gathered rows to the staging datasets. On failure the
   // staging is broken for good (broken_ says why) and this throws.

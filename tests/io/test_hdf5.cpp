@@ -1,4 +1,6 @@
 // io.write_hdf5 and io.read_hdf5: layout, ordering, provenance, transactions.
+#include <functional>
+
 #include "io_support.hpp"
 
 using namespace flowd;
@@ -178,15 +180,13 @@ TEST(Hdf5, ManyTableItemsOutOfOrderAreCopiedInOrderAndCompressed) {
             static_cast<std::size_t>(items));
 }
 
-// Rows are gathered in memory and staged about 1 MiB at a time: here ~2.5 MiB
-// (41 bytes a row) arrive out of order, so the staging file is written several
-// times during the run and once more at the commit.
-TEST(Hdf5, TableRowsStagedInBatchesComeOutInKeyOrderWithEveryValue) {
-  const auto file = test::scratch() / "batches.h5";
+// `items` tables of `rows` rows each, given in the order `arrival(k)` says,
+// committed; then every row of the file checked: in key order, every value.
+void check_rows_in_key_order(const std::string& name, int items, int rows, const std::function<int(int)>& arrival) {
+  const auto file = test::scratch() / name;
   auto w = harness("io.write_hdf5", {{"path", file.string()}});
-  constexpr int items = 1300, rows = 50;
   for (int k = 0; k < items; ++k) {
-    const int i = (k * 7) % items;  // every item once, scattered
+    const int i = arrival(k);
     w.consume({table_item("s/" + std::to_string(i), features(i, rows))});
   }
   w.commit();
@@ -206,6 +206,24 @@ TEST(Hdf5, TableRowsStagedInBatchesComeOutInKeyOrderWithEveryValue) {
       ASSERT_EQ(big[at], (std::int64_t{1} << 40) + i) << at;
     }
   EXPECT_FALSE(h5_has(f, "/staging"));
+}
+
+// Rows are gathered in memory and staged about 1 MiB at a time: here ~2.5 MiB
+// (41 bytes a row) arrive out of order, so the staging file is written several
+// times during the run and once more at the commit.
+TEST(Hdf5, TableRowsStagedInBatchesComeOutInKeyOrderWithEveryValue) {
+  constexpr int items = 1300;
+  check_rows_in_key_order("batches.h5", items, 50,
+                          [](int k) { return (k * 7) % items; });  // every item once, scattered
+}
+
+// Items that arrive in key order (the usual case) are copied to the output in
+// long stretches, cut at 65536 rows; a few out of place break the stretches.
+TEST(Hdf5, TableRowsArrivingMostlyInKeyOrderAreCopiedInStretches) {
+  check_rows_in_key_order("stretches.h5", 1400, 50, [](int k) {
+    return k % 100 == 10 ? k + 1 : k % 100 == 11 ? k - 1 : k;
+  });
+  check_rows_in_key_order("in-order.h5", 1400, 50, [](int k) { return k; });
 }
 
 TEST(Hdf5, TableSchemaMismatchNamesTheKeyAndBothSchemas) {
