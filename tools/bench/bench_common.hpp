@@ -1,6 +1,7 @@
 #pragma once
 // Small helpers shared by the benchmark drivers: timing and medians.
 #include <algorithm>
+
 #include <sys/resource.h>
 #if __has_include(<valgrind/callgrind.h>)
 #include <valgrind/callgrind.h>
@@ -8,16 +9,18 @@
 #endif
 
 #include <chrono>
+#include <filesystem>
+#include <string>
+#include <system_error>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 
 namespace flowd::bench {
 
 using Clock = std::chrono::steady_clock;
 
-inline double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
+inline double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 // CPU seconds used by the whole process (every thread, user + system). On a
 // shared virtual machine it excludes time the host gave to other tenants.
@@ -45,7 +48,8 @@ struct Timing {
 
 // Under `valgrind --tool=callgrind --collect-atstart=no`, instructions are
 // counted only inside measure(): deterministic, whatever else the machine does.
-template <class F> Timing measure(F&& f) {
+template <class F>
+Timing measure(F&& f) {
   const double c0 = process_cpu_seconds();
   const long f0 = minor_faults();
   const auto t0 = Clock::now();
@@ -66,7 +70,8 @@ template <class F> Timing measure(F&& f) {
 inline double parallel_efficiency() {
   auto work = [] {
     volatile double x = 1.0;
-    for (long i = 0; i < 100'000'000; ++i) x = x * 1.0000001 + 1e-9;
+    for (long i = 0; i < 100'000'000; ++i)
+      x = x * 1.0000001 + 1e-9;
   };
   auto t0 = Clock::now();
   work();
@@ -77,6 +82,28 @@ inline double parallel_efficiency() {
   b.join();
   return one / seconds_since(t0);
 }
+
+// A folder of this process's own under the system's temporary folder,
+// removed with everything in it at the end: benchmarks run at once by
+// several people on one machine never share (or delete) each other's files.
+class ScratchDir {
+public:
+  explicit ScratchDir(const std::string& name)
+      : path_(std::filesystem::temp_directory_path() / (name + "-" + std::to_string(::getpid()))) {
+    std::filesystem::remove_all(path_);
+    std::filesystem::create_directories(path_);
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  const std::filesystem::path& path() const noexcept { return path_; }
+
+private:
+  std::filesystem::path path_;
+};
 
 inline double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());

@@ -131,8 +131,8 @@ int overhead(int size, int repeat) {
   Logger log(stderr, false, LogLevel::warning);
   plugin::Registry reg({{FLOWD_SHIPPED_PLUGIN_DIR, "shipped", true}}, log);
   reg.scan();
-  const auto dir = std::filesystem::temp_directory_path() / "flowd-bench-nuclei";
-  std::filesystem::create_directories(dir);
+  const bench::ScratchDir scratch("flowd-bench-nuclei");
+  const auto& dir = scratch.path();
   const auto png = dir / "slide.png";
   {
     const hne::Sample s = generate(size, 7);

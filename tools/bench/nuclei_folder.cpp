@@ -282,7 +282,8 @@ int nuclei_folder_overhead(const FolderOptions& o) {
   Logger log(stderr, false, LogLevel::warning);
   plugin::Registry reg({{FLOWD_SHIPPED_PLUGIN_DIR, "shipped", true}}, log);
   reg.scan();
-  const fs::path root = fs::temp_directory_path() / "flowd-bench-nuclei-folder";
+  const ScratchDir scratch("flowd-bench-nuclei-folder");
+  const fs::path& root = scratch.path();
   const fs::path in = root / "tiles", out = root / "out", out2 = root / "out-direct";
   const auto files = write_tiles(in, o.tiles, o.size);
 
