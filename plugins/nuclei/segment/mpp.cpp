@@ -1,30 +1,40 @@
 // Resolution from the image itself: nuclei have a typical inscribed radius
 // in microns, and their distance-transform maxima measure it in pixels.
 // Touching nuclei merge into one object but keep about the same inscribed
-// radius, so the estimate survives crowding.
+// radius, so the estimate survives crowding; only objects that look like
+// nuclei (compact, darker than their surroundings) are measured, so dark
+// patches of textured background do not drag it towards small radii.
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "pipeline.hpp"
+#include "select.hpp"
 
 namespace flowd::nuclei {
 
-double estimate_mpp(const cv::Mat& rgb, const SegmentParams& p) {
-  constexpr int crop = 1024;
-  const int cw = std::min(crop, rgb.cols), ch = std::min(crop, rgb.rows);
-  const cv::Mat roi = rgb(cv::Rect((rgb.cols - cw) / 2, (rgb.rows - ch) / 2, cw, ch));
-  const int rg = static_cast<int>(std::lround(256 * p.rbc_rg)), rb = static_cast<int>(std::lround(256 * p.rbc_rb));
-  const cv::Mat tissue = tissue_mask(roi, p.background_level);
-  const cv::Mat rbc = rbc_mask(roi, rg, rb, p.background_level);
-  const cv::Mat haem = mask_haem(deconvolve(roi, stain_weights(0, p.od_max)), tissue, rbc);
+namespace {
+constexpr int crop = 1024;
+}
+
+double estimate_mpp(const cv::Mat& haem, const cv::Mat& tissue, const cv::Mat& rbc, const SegmentParams& p) {
+  const int cw = std::min(crop, haem.cols), ch = std::min(crop, haem.rows);
+  const cv::Rect roi((haem.cols - cw) / 2, (haem.rows - ch) / 2, cw, ch);
+  const cv::Mat h = haem(roi), t = tissue(roi), r = rbc(roi);
   // Midway between the tissue and nuclear levels whatever threshold_frac is,
   // so tuning the segmentation threshold does not move the resolution estimate.
-  const int level = nuclear_threshold(haem, tissue, rbc, 0.5);
-  const cv::Mat mask = fill_holes(threshold_mask(haem, level));
+  const HaemLevels levels = haem_levels(h, t, r);
+  const cv::Mat mask = fill_holes(threshold_mask(h, nuclear_threshold(levels, 0.5)));
   const cv::Mat dist = distance_transform(mask);
   int n = 0;
   const cv::Mat labels = label(mask, &n);
+  // The ring is in pixels before the resolution is known: 4 px is 1-2 µm
+  // at the resolutions this is for.
+  const std::vector<ObjectMeasures> m = measure_objects(labels, h, valid_tissue(t, r), 4);
+  const SelectRule rule{
+      .ring_radius = 4,
+      .min_contrast = static_cast<float>(p.contrast_frac * std::max(0, levels.nuclear - levels.background)),
+      .min_solidity = p.min_solidity};
   std::vector<float> peak(static_cast<std::size_t>(n) + 1, 0.0f);
   for (int y = 0; y < labels.rows; ++y) {
     const std::int32_t* l = labels.ptr<std::int32_t>(y);
@@ -36,17 +46,23 @@ double estimate_mpp(const cv::Mat& rgb, const SegmentParams& p) {
   // this is meant for (>= 1 µm/px would make nuclei that small).
   std::vector<float> radii;
   for (std::size_t i = 1; i < peak.size(); ++i)
-    if (peak[i] >= 2.0f && std::isfinite(peak[i])) radii.push_back(peak[i]);
+    if (peak[i] >= 2.0f && std::isfinite(peak[i]) && keeps(m[i], rule)) radii.push_back(peak[i]);
   if (radii.size() < 5) return 0.25;
   std::nth_element(radii.begin(), radii.begin() + static_cast<std::ptrdiff_t>(radii.size() / 2), radii.end());
   const double mpp = p.nucleus_radius_um / radii[radii.size() / 2];
-  const double k = std::round(std::log2(mpp / 0.25));
-  const double snapped = 0.25 * std::exp2(k);
   // Scanners digitise at 0.25 µm/px (40x) or a power-of-two multiple; the
   // size measurement is only good to a factor of about 1.3, so the nearest
   // standard resolution is the better answer.
-  (void)mpp;
-  return snapped;
+  return 0.25 * std::exp2(std::round(std::log2(mpp / 0.25)));
+}
+
+double estimate_mpp(const cv::Mat& rgb, const SegmentParams& p) {
+  const int cw = std::min(crop, rgb.cols), ch = std::min(crop, rgb.rows);
+  const cv::Mat roi = rgb(cv::Rect((rgb.cols - cw) / 2, (rgb.rows - ch) / 2, cw, ch));
+  const int rg = static_cast<int>(std::lround(256 * p.rbc_rg)), rb = static_cast<int>(std::lround(256 * p.rbc_rb));
+  const cv::Mat tissue = tissue_mask(roi, p.background_level);
+  const cv::Mat rbc = rbc_mask(roi, rg, rb, p.background_level);
+  return estimate_mpp(mask_haem(deconvolve(roi, stain_weights(0, p.od_max)), tissue, rbc), tissue, rbc, p);
 }
 
 }  // namespace flowd::nuclei
