@@ -29,8 +29,9 @@ struct ObjectMeasures {
 // Measures of objects 1..max label of `labels` (CV_32S; index 0 unused).
 // The ring of an object: pixels of no object, with `valid` set (tissue that
 // is not a red blood cell), at chessboard distance 1..ring_radius from the
-// object and nearer to it than to any other object (ties go to the object
-// found first in a raster-order propagation; deterministic). haem: CV_8U.
+// object and nearer to it than to any other object (a pixel as near to two
+// goes to the one a forward-then-backward raster propagation reaches first:
+// deterministic). haem: CV_8U.
 std::vector<ObjectMeasures> measure_objects(const cv::Mat& labels, const cv::Mat& haem, const cv::Mat& valid,
                                             int ring_radius);
 
