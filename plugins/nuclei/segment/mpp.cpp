@@ -52,8 +52,10 @@ double estimate_mpp(const cv::Mat& haem, const cv::Mat& tissue, const cv::Mat& r
   const double mpp = p.nucleus_radius_um / radii[radii.size() / 2];
   // Scanners digitise at 0.25 µm/px (40x) or a power-of-two multiple; the
   // size measurement is only good to a factor of about 1.3, so the nearest
-  // standard resolution is the better answer.
-  return 0.25 * std::exp2(std::round(std::log2(mpp / 0.25)));
+  // standard resolution is the better answer. Finer than 40x is rare enough
+  // that a large-looking median means large nuclei, not an 80x scan; beyond
+  // 10x nuclei are too small to segment.
+  return 0.25 * std::exp2(std::clamp(std::round(std::log2(mpp / 0.25)), 0.0, 2.0));
 }
 
 double estimate_mpp(const cv::Mat& rgb, const SegmentParams& p) {

@@ -36,8 +36,8 @@ struct SegmentParams {
   // h of the h-maxima markers as a fraction of the typical nucleus radius:
   // two touching nuclei are split when each centre is at least h further
   // from the background than the neck between them.
-  double h_frac = 0.07;
-  double nucleus_radius_um = 2.6;  // typical inscribed radius, for h and mpp estimation
+  double h_frac = 0.057;
+  double nucleus_radius_um = 3.2;  // typical inscribed radius, for h and mpp estimation
   // Object selection (select.hpp). A nucleus must be darker in haematoxylin
   // than the tissue within ring_um of it by contrast_frac of the gap between
   // the tissue and nuclear levels, and compact (solidity = area over convex
@@ -80,9 +80,10 @@ Derived derive_sizes(double mpp, const SegmentParams& p);
 cv::Mat segment(const cv::Mat& rgb, const SegmentParams& p, Stages* stages = nullptr);
 
 // Microns per pixel from the typical size of nuclei: the median inscribed
-// radius (distance-transform maximum) of the dark objects of a central crop,
-// against p.nucleus_radius_um, snapped to the nearest 0.25 * 2^k (log scale).
-// Returns 0.25 when the image has too few objects to tell.
+// radius (distance-transform maximum) of the dark objects of a central crop
+// that select.hpp's rule keeps, against p.nucleus_radius_um, snapped to the
+// nearest 0.25 * 2^k (log scale), k = 0, 1 or 2 (40x, 20x, 10x). Returns 0.25
+// when the image has too few objects to tell.
 double estimate_mpp(const cv::Mat& rgb, const SegmentParams& p = {});
 // The same from the masked haematoxylin channel (mask_haem) and the masks,
 // which the pipeline computes anyway.
