@@ -44,12 +44,25 @@ double estimate_mpp(const cv::Mat& haem, const cv::Mat& tissue, const cv::Mat& r
   }
   // Objects of inscribed radius under 2 px are noise at any magnification
   // this is meant for (>= 1 µm/px would make nuclei that small).
-  std::vector<float> radii;
+  // The median is weighted by area: whatever small debris and background
+  // fragments pass the rule, most of the pixels are nuclei.
+  std::vector<std::pair<float, std::int64_t>> radii;
+  std::int64_t total = 0;
   for (std::size_t i = 1; i < peak.size(); ++i)
-    if (peak[i] >= 2.0f && std::isfinite(peak[i]) && keeps(m[i], rule)) radii.push_back(peak[i]);
+    if (peak[i] >= 2.0f && std::isfinite(peak[i]) && keeps(m[i], rule)) {
+      radii.emplace_back(peak[i], m[i].area);
+      total += m[i].area;
+    }
   if (radii.size() < 5) return 0.25;
-  std::nth_element(radii.begin(), radii.begin() + static_cast<std::ptrdiff_t>(radii.size() / 2), radii.end());
-  const double mpp = p.nucleus_radius_um / radii[radii.size() / 2];
+  std::sort(radii.begin(), radii.end());
+  std::int64_t seen = 0;
+  float median = radii.back().first;
+  for (const auto& [radius, area] : radii)
+    if (2 * (seen += area) >= total) {
+      median = radius;
+      break;
+    }
+  const double mpp = p.nucleus_radius_um / median;
   // Scanners digitise at 0.25 µm/px (40x) or a power-of-two multiple; the
   // size measurement is only good to a factor of about 1.3, so the nearest
   // standard resolution is the better answer. Finer than 40x is rare enough

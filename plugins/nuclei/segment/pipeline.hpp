@@ -29,21 +29,21 @@ struct SegmentParams {
   // above it): background + threshold_frac * (nuclear - background).
   double threshold_frac = 0.3;
   // Smallest accepted object (µm²) before and after the watershed.
-  double min_area_um2 = 8;
+  double min_area_um2 = 15;
   // Largest hole filled (µm²): larger enclosed background (a lumen ringed by
   // nuclei) stays background.
-  double max_hole_um2 = 100;
+  double max_hole_um2 = 25;
   // h of the h-maxima markers as a fraction of the typical nucleus radius:
   // two touching nuclei are split when each centre is at least h further
   // from the background than the neck between them.
-  double h_frac = 0.057;
-  double nucleus_radius_um = 3.2;  // typical inscribed radius, for h and mpp estimation
+  double h_frac = 0.055;
+  double nucleus_radius_um = 3.3;  // typical inscribed radius, for h and mpp estimation
   // Object selection (select.hpp). A nucleus must be darker in haematoxylin
   // than the tissue within ring_um of it by contrast_frac of the gap between
   // the tissue and nuclear levels, and compact (solidity = area over convex
   // hull area): dark patches of textured background are neither.
   double ring_um = 2.0;
-  double contrast_frac = 0.25;
+  double contrast_frac = 0.3;
   double min_solidity = 0.7;
 };
 
@@ -79,7 +79,7 @@ Derived derive_sizes(double mpp, const SegmentParams& p);
 // Labels CV_32S 1..n, 0 = background.
 cv::Mat segment(const cv::Mat& rgb, const SegmentParams& p, Stages* stages = nullptr);
 
-// Microns per pixel from the typical size of nuclei: the median inscribed
+// Microns per pixel from the typical size of nuclei: the area-weighted median inscribed
 // radius (distance-transform maximum) of the dark objects of a central crop
 // that select.hpp's rule keeps, against p.nucleus_radius_um, snapped to the
 // nearest 0.25 * 2^k (log scale), k = 0, 1 or 2 (40x, 20x, 10x). Returns 0.25
