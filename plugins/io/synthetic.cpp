@@ -44,7 +44,8 @@ public:
   // additions, so no libm function whose last bit may vary is involved.
   double normal() {
     double s = 0.0;
-    for (int i = 0; i < 12; ++i) s += uniform();
+    for (int i = 0; i < 12; ++i)
+      s += uniform();
     return s - 6.0;
   }
   // A uniformly distributed unit vector by rejection, again without libm.
@@ -86,7 +87,8 @@ void paint_background(cv::Mat& img, Random& rng) {
     o.grid_w = w / o.cell + 2;
     const int grid_h = h / o.cell + 2;
     o.grid.resize(static_cast<std::size_t>(o.grid_w) * static_cast<std::size_t>(grid_h));
-    for (auto& g : o.grid) g = rng.uniform();
+    for (auto& g : o.grid)
+      g = rng.uniform();
     o.x0.resize(static_cast<std::size_t>(w));
     o.wx.resize(static_cast<std::size_t>(w));
     for (int x = 0; x < w; ++x) {
@@ -103,7 +105,8 @@ void paint_background(cv::Mat& img, Random& rng) {
       const double ty = smoothstep((y % o.cell + 0.5) / o.cell);
       const double* top = &o.grid[gy * static_cast<std::size_t>(o.grid_w)];
       const double* bottom = top + o.grid_w;
-      for (int gx = 0; gx < o.grid_w; ++gx) o.row[static_cast<std::size_t>(gx)] = top[gx] * (1.0 - ty) + bottom[gx] * ty;
+      for (int gx = 0; gx < o.grid_w; ++gx)
+        o.row[static_cast<std::size_t>(gx)] = top[gx] * (1.0 - ty) + bottom[gx] * ty;
     }
     std::uint8_t* p = img.ptr<std::uint8_t>(y);
     for (int x = 0; x < w; ++x) {
@@ -113,15 +116,16 @@ void paint_background(cv::Mat& img, Random& rng) {
         const auto g = static_cast<std::size_t>(o.x0[i]);
         f += o.weight * (o.row[g] * (1.0 - o.wx[i]) + o.row[g + 1] * o.wx[i]);
       }
-      for (int c = 0; c < 3; ++c) p[3 * x + c] = to_u8(light[c] + (pink[c] - light[c]) * f);
+      for (int c = 0; c < 3; ++c)
+        p[3 * x + c] = to_u8(light[c] + (pink[c] - light[c]) * f);
     }
   }
 }
 
 struct Nucleus {
-  double cx, cy;      // centre, pixels
-  double a, b;        // semi-axes, a >= b
-  double cos_t, sin_t;  // orientation of the a axis
+  double cx, cy;          // centre, pixels
+  double a, b;            // semi-axes, a >= b
+  double cos_t, sin_t;    // orientation of the a axis
   double c2, s2, c3, s3;  // 2nd and 3rd boundary harmonics: the irregular outline
   int colour[3];
   double opacity;
@@ -218,7 +222,8 @@ void paint_nucleus(cv::Mat& img, const Nucleus& k) {
 void blur3(cv::Mat& img) {
   const int w = img.cols, h = img.rows, n = 3 * w;
   std::vector<std::uint16_t> rows[3];
-  for (auto& r : rows) r.resize(static_cast<std::size_t>(n));
+  for (auto& r : rows)
+    r.resize(static_cast<std::size_t>(n));
   auto horizontal = [&](int y, std::vector<std::uint16_t>& out) {
     const std::uint8_t* p = img.ptr<std::uint8_t>(std::clamp(y, 0, h - 1));
     for (int x = 0; x < w; ++x) {
@@ -256,7 +261,8 @@ void add_noise(cv::Mat& img, Random& rng) {
     for (int x = 0; x < img.cols; ++x) {
       const std::uint64_t r = rng.bits();
       const int lum = tri(r, 0, 5);
-      for (int c = 0; c < 3; ++c) p[3 * x + c] = clamp_u8(p[3 * x + c] + lum + tri(r, 16 + 16 * c, 3));
+      for (int c = 0; c < 3; ++c)
+        p[3 * x + c] = clamp_u8(p[3 * x + c] + lum + tri(r, 16 + 16 * c, 3));
     }
   }
 }
@@ -307,7 +313,8 @@ hne::Params hne_params(const SyntheticSpec& spec) {
 
 std::string SyntheticSpec::uri() const {
   std::string u = std::string(synthetic_scheme) + generator + "?width=" + std::to_string(width) +
-                  "&height=" + std::to_string(height) + "&count=" + std::to_string(count) + "&seed=" + std::to_string(seed);
+                  "&height=" + std::to_string(height) + "&count=" + std::to_string(count) +
+                  "&seed=" + std::to_string(seed);
   if (generator == "hne")
     u += "&mpp=" + real_text(mpp) + "&density=" + real_text(density) + "&stain=" + real_text(stain) +
          "&blur=" + real_text(blur) + "&noise=" + real_text(noise);
@@ -355,16 +362,26 @@ SyntheticSpec parse_synthetic_uri(std::string_view uri) {
     const std::string_view value = pair.substr(eq + 1);
     if (std::find(seen.begin(), seen.end(), key) != seen.end()) bad_uri(uri, "'" + std::string(key) + "' given twice");
     seen.push_back(key);
-    if (key == "width") spec.width = static_cast<int>(parse_number(uri, key, value, 1, max_side));
-    else if (key == "height") spec.height = static_cast<int>(parse_number(uri, key, value, 1, max_side));
-    else if (key == "count") spec.count = static_cast<std::int64_t>(parse_number(uri, key, value, 1, max_count));
-    else if (key == "seed") spec.seed = parse_number(uri, key, value, 0, UINT64_MAX);
-    else if (is_hne && key == "mpp") spec.mpp = parse_real(uri, key, value);
-    else if (is_hne && key == "density") spec.density = parse_real(uri, key, value);
-    else if (is_hne && key == "stain") spec.stain = parse_real(uri, key, value);
-    else if (is_hne && key == "blur") spec.blur = parse_real(uri, key, value);
-    else if (is_hne && key == "noise") spec.noise = parse_real(uri, key, value);
-    else bad_uri(uri, "unknown key '" + std::string(key) + "' (valid: " + std::string(valid_keys) + ")");
+    if (key == "width")
+      spec.width = static_cast<int>(parse_number(uri, key, value, 1, max_side));
+    else if (key == "height")
+      spec.height = static_cast<int>(parse_number(uri, key, value, 1, max_side));
+    else if (key == "count")
+      spec.count = static_cast<std::int64_t>(parse_number(uri, key, value, 1, max_count));
+    else if (key == "seed")
+      spec.seed = parse_number(uri, key, value, 0, UINT64_MAX);
+    else if (is_hne && key == "mpp")
+      spec.mpp = parse_real(uri, key, value);
+    else if (is_hne && key == "density")
+      spec.density = parse_real(uri, key, value);
+    else if (is_hne && key == "stain")
+      spec.stain = parse_real(uri, key, value);
+    else if (is_hne && key == "blur")
+      spec.blur = parse_real(uri, key, value);
+    else if (is_hne && key == "noise")
+      spec.noise = parse_real(uri, key, value);
+    else
+      bad_uri(uri, "unknown key '" + std::string(key) + "' (valid: " + std::string(valid_keys) + ")");
   }
   check_hne();
   return spec;
@@ -374,13 +391,14 @@ cv::Mat synthetic_blobs(int width, int height, std::uint64_t index, std::uint64_
   if (width < 1 || height < 1 || width > max_side || height > max_side)
     throw Error("synthetic_blobs: size " + std::to_string(width) + "x" + std::to_string(height) + " outside [1, " +
                 std::to_string(max_side) + "]");
-  const std::uint64_t base = mix64(mix64(mix64(seed) ^ index) ^ (static_cast<std::uint64_t>(width) << 32 |
-                                                                 static_cast<std::uint64_t>(height)));
+  const std::uint64_t base = mix64(mix64(mix64(seed) ^ index) ^
+                                   (static_cast<std::uint64_t>(width) << 32 | static_cast<std::uint64_t>(height)));
   Random layout(base);
   Random noise(mix64(base ^ 0x6e6f697365ULL));
   cv::Mat img(height, width, CV_8UC3);
   paint_background(img, layout);
-  for (const auto& k : place_nuclei(width, height, layout)) paint_nucleus(img, k);
+  for (const auto& k : place_nuclei(width, height, layout))
+    paint_nucleus(img, k);
   blur3(img);
   add_noise(img, noise);
   return img;

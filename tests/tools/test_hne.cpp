@@ -1,8 +1,5 @@
 // The synthetic H&E generator: determinism, sizes, and whether the truth and
 // the pixels agree the way a segmentation method relies on.
-#include <gtest/gtest.h>
-#include <sys/wait.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -16,6 +13,9 @@
 
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
+#include <sys/wait.h>
+
+#include <gtest/gtest.h>
 
 #include "hne/generate.hpp"
 
@@ -55,7 +55,8 @@ cv::Mat haematoxylin_od(const cv::Mat& rgb) {
     for (int x = 0; x < rgb.cols; ++x) {
       const cv::Vec3b px = rgb.at<cv::Vec3b>(y, x);
       cv::Vec3d od;
-      for (int c = 0; c < 3; ++c) od[c] = -std::log10((px[c] + 1.0) / 256.0);
+      for (int c = 0; c < 3; ++c)
+        od[c] = -std::log10((px[c] + 1.0) / 256.0);
       out.at<double>(y, x) = (inv * od)[0];
     }
   return out;
@@ -116,7 +117,8 @@ TEST(Hne, LabelsAreConsecutive) {
     ASSERT_GE(*it, 0);
     ++area[static_cast<std::size_t>(*it)];
   }
-  for (int i = 1; i <= n; ++i) EXPECT_GT(area[static_cast<std::size_t>(i)], 0) << "label " << i;
+  for (int i = 1; i <= n; ++i)
+    EXPECT_GT(area[static_cast<std::size_t>(i)], 0) << "label " << i;
 }
 
 TEST(Hne, NucleiCarryTheHaematoxylin) {
@@ -155,7 +157,8 @@ TEST(Hne, AllGlassIsBrightAndEmpty) {
   const auto s = generate(p);
   EXPECT_EQ(max_label(s.labels), 0);
   const cv::Scalar m = cv::mean(s.rgb);
-  for (int c = 0; c < 3; ++c) EXPECT_GT(m[c], 215.0);
+  for (int c = 0; c < 3; ++c)
+    EXPECT_GT(m[c], 215.0);
 }
 
 TEST(Hne, CountsScaleWithDensity) {
@@ -246,7 +249,8 @@ TEST(HneCli, WritesImagesAndSixteenBitTruth) {
   }
   // Nothing but the images and the log: no temporary files left behind.
   int files = 0;
-  for (const auto& e : fs::recursive_directory_iterator(dir)) files += e.is_regular_file();
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    files += e.is_regular_file();
   EXPECT_EQ(files, 5);
 }
 

@@ -72,7 +72,8 @@ public:
     const int gh = static_cast<int>(height / step_) + 2 * pad_ + 2;
     grid_.create(gh, gw, CV_32F);
     for (int y = 0; y < gh; ++y)
-      for (int x = 0; x < gw; ++x) grid_.at<float>(y, x) = static_cast<float>(rng.normal());
+      for (int x = 0; x < gw; ++x)
+        grid_.at<float>(y, x) = static_cast<float>(rng.normal());
     cv::GaussianBlur(grid_, grid_, cv::Size(), sigma, sigma, cv::BORDER_REFLECT);
     // The variance of white noise after a 2-D Gaussian of width sigma is
     // 1 / (4 pi sigma^2): normalising analytically (not by the sample
@@ -85,7 +86,8 @@ public:
   // as good at this smoothness and saves the map per pixel.
   template <class F>
   void transform(F&& f) {
-    for (auto it = grid_.begin<float>(); it != grid_.end<float>(); ++it) *it = static_cast<float>(f(*it));
+    for (auto it = grid_.begin<float>(); it != grid_.end<float>(); ++it)
+      *it = static_cast<float>(f(*it));
   }
 
   float at(double x, double y) const {
@@ -107,7 +109,8 @@ public:
     const float fy = static_cast<float>(gy - iy);
     const float* r0 = grid_.ptr<float>(iy);
     const float* r1 = grid_.ptr<float>(iy + 1);
-    for (int gx = 0; gx < grid_.cols; ++gx) lattice_[static_cast<std::size_t>(gx)] = r0[gx] + fy * (r1[gx] - r0[gx]);
+    for (int gx = 0; gx < grid_.cols; ++gx)
+      lattice_[static_cast<std::size_t>(gx)] = r0[gx] + fy * (r1[gx] - r0[gx]);
     const std::size_t n = xi_.size();
     for (std::size_t x = 0; x < n; ++x) {
       const float* l = &lattice_[static_cast<std::size_t>(xi_[x])];
@@ -147,7 +150,8 @@ public:
     const int pad = static_cast<int>(std::ceil(4.0 * sigma)) + 1;
     cv::Mat base(size, size, CV_32F);
     for (int y = 0; y < size; ++y)
-      for (int x = 0; x < size; ++x) base.at<float>(y, x) = static_cast<float>(rng.normal());
+      for (int x = 0; x < size; ++x)
+        base.at<float>(y, x) = static_cast<float>(rng.normal());
     cv::Mat wide;
     cv::copyMakeBorder(base, wide, pad, pad, pad, pad, cv::BORDER_WRAP);
     cv::GaussianBlur(wide, wide, cv::Size(), sigma, sigma, cv::BORDER_REFLECT);
@@ -158,7 +162,9 @@ public:
     data_.assign(t.begin<float>(), t.end<float>());
   }
   float at(int x, int y) const { return row(y)[x & mask_]; }
-  const float* row(int y) const { return &data_[static_cast<std::size_t>(y & mask_) * static_cast<std::size_t>(size_)]; }
+  const float* row(int y) const {
+    return &data_[static_cast<std::size_t>(y & mask_) * static_cast<std::size_t>(size_)];
+  }
   int mask() const { return mask_; }
 
 private:
@@ -194,7 +200,8 @@ Look draw_look(const Params& p, Rng& rng) {
   k.h_gain = p.stain * std::exp(0.15 * rng.normal());
   k.e_gain = p.stain * std::exp(0.20 * rng.normal());
   const double level = std::clamp(0.955 + 0.015 * rng.normal(), 0.9, 0.995);
-  for (auto& w : k.white) w = 255.0 * std::clamp(level + 0.008 * rng.normal(), 0.88, 1.0);
+  for (auto& w : k.white)
+    w = 255.0 * std::clamp(level + 0.008 * rng.normal(), 0.88, 1.0);
   k.cell_bias = rng.uniform(-0.6, 1.2);
   return k;
 }
@@ -202,21 +209,21 @@ Look draw_look(const Params& p, Rng& rng) {
 enum class Kind { epithelial, lymphocyte, stromal };
 
 struct Nucleus {
-  double cx = 0, cy = 0;       // centre, pixels (pixel (x, y) covers [x, x+1) x [y, y+1))
-  double a = 1, b = 1;         // semi-axes in pixels, a along (ct, st)
+  double cx = 0, cy = 0;  // centre, pixels (pixel (x, y) covers [x, x+1) x [y, y+1))
+  double a = 1, b = 1;    // semi-axes in pixels, a along (ct, st)
   double ct = 1, st = 0;
-  double bend = 0;             // banana shape of spindle nuclei
+  double bend = 0;                   // banana shape of spindle nuclei
   std::array<double, 4> hc{}, hs{};  // outline harmonics 2..5
-  double h = 0;                // haematoxylin concentration
-  double tex = 0;              // chromatin texture amplitude (relative)
-  double rim = 0;              // extra concentration at the nuclear membrane
-  double e_keep = 0.5;         // share of the cytoplasmic eosin left inside
-  double halo = 0;             // perinuclear clearing width in pixels
-  int ox = 0, oy = 0;          // texture offsets
+  double h = 0;                      // haematoxylin concentration
+  double tex = 0;                    // chromatin texture amplitude (relative)
+  double rim = 0;                    // extra concentration at the nuclear membrane
+  double e_keep = 0.5;               // share of the cytoplasmic eosin left inside
+  double halo = 0;                   // perinuclear clearing width in pixels
+  int ox = 0, oy = 0;                // texture offsets
   int nucleoli = 0;
   std::array<double, 2> nx{}, ny{}, nr{};
-  double extent = 1;           // no part of the outline is farther from the centre
-  double skip2 = 1e300;        // squared normalised radius beyond which probe() need not look
+  double extent = 1;     // no part of the outline is farther from the centre
+  double skip2 = 1e300;  // squared normalised radius beyond which probe() need not look
   Kind kind = Kind::epithelial;
 };
 
@@ -264,7 +271,9 @@ struct Rbc {
 class Grid {
 public:
   Grid(int width, int height, double cell, double margin)
-      : cell_(cell), margin_(margin), cols_(static_cast<int>((width + 2 * margin) / cell) + 1),
+      : cell_(cell),
+        margin_(margin),
+        cols_(static_cast<int>((width + 2 * margin) / cell) + 1),
         rows_(static_cast<int>((height + 2 * margin) / cell) + 1),
         cells_(static_cast<std::size_t>(cols_) * static_cast<std::size_t>(rows_)) {}
 
@@ -318,10 +327,20 @@ struct Scene {
   Texture fine, coarse, gran1, gran2;
 
   Scene(const Params& params, Rng& r)
-      : p(params), w(params.width), h(params.height), px_per_um(1.0 / params.mpp), rng(r), look(draw_look(params, r)),
-        tissue_f(w, h, 120.0 * px_per_um, r), cell_f(w, h, 45.0 * px_per_um, r), theta_f(w, h, 40.0 * px_per_um, r),
-        stain_h(w, h, 150.0 * px_per_um, r), stain_e(w, h, 150.0 * px_per_um, r),
-        fine(256, 0.3 * px_per_um, r), coarse(256, 0.8 * px_per_um, r), gran1(1024, 0.6 * px_per_um, r),
+      : p(params),
+        w(params.width),
+        h(params.height),
+        px_per_um(1.0 / params.mpp),
+        rng(r),
+        look(draw_look(params, r)),
+        tissue_f(w, h, 120.0 * px_per_um, r),
+        cell_f(w, h, 45.0 * px_per_um, r),
+        theta_f(w, h, 40.0 * px_per_um, r),
+        stain_h(w, h, 150.0 * px_per_um, r),
+        stain_e(w, h, 150.0 * px_per_um, r),
+        fine(256, 0.3 * px_per_um, r),
+        coarse(256, 0.8 * px_per_um, r),
+        gran1(1024, 0.6 * px_per_um, r),
         gran2(512, 1.5 * px_per_um, r) {
     tissue_threshold = glass_threshold();
     const double bias = look.cell_bias;
@@ -338,7 +357,8 @@ struct Scene {
     std::vector<float> v;
     v.reserve(static_cast<std::size_t>(nx) * static_cast<std::size_t>(ny));
     for (int j = 0; j < ny; ++j)
-      for (int i = 0; i < nx; ++i) v.push_back(tissue_f.at((i + 0.5) * w / nx, (j + 0.5) * h / ny));
+      for (int i = 0; i < nx; ++i)
+        v.push_back(tissue_f.at((i + 0.5) * w / nx, (j + 0.5) * h / ny));
     const auto k = static_cast<std::size_t>(p.background * static_cast<double>(v.size() - 1));
     std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.end());
     return v[k];
@@ -586,7 +606,8 @@ Layout place(Scene& s) {
     }
   }
   const auto singles = static_cast<int>(std::llround(p.rbc * area_mm2 * 150.0));
-  for (int i = 0; i < singles; ++i) try_rbc(draw_rbc(rng.uniform(0.0, s.w), rng.uniform(0.0, s.h)));
+  for (int i = 0; i < singles; ++i)
+    try_rbc(draw_rbc(rng.uniform(0.0, s.w), rng.uniform(0.0, s.h)));
   return out;
 }
 
@@ -611,7 +632,8 @@ cv::Mat draw_fibres(Scene& s) {
     const double flip = rng.chance(0.5) ? 0.0 : std::numbers::pi;
     pts.clear();
     for (int k = 0; k < steps; ++k) {
-      pts.emplace_back(static_cast<int>(std::lround(x * (1 << shift))), static_cast<int>(std::lround(y * (1 << shift))));
+      pts.emplace_back(static_cast<int>(std::lround(x * (1 << shift))),
+                       static_cast<int>(std::lround(y * (1 << shift))));
       const double theta = 0.5 * std::numbers::pi * s.theta_f.at(x, y) + flip + wave * std::sin(phase + freq * k);
       x += std::cos(theta) * 4.0 * um;
       y += std::sin(theta) * 4.0 * um;
@@ -799,14 +821,17 @@ void compact(cv::Mat& labels, std::size_t n) {
   std::vector<int> map(n + 1, 0);
   for (int y = 0; y < labels.rows; ++y) {
     const int* p = labels.ptr<int>(y);
-    for (int x = 0; x < labels.cols; ++x) map[static_cast<std::size_t>(p[x])] = 1;
+    for (int x = 0; x < labels.cols; ++x)
+      map[static_cast<std::size_t>(p[x])] = 1;
   }
   int next = 0;
   map[0] = 0;
-  for (std::size_t i = 1; i <= n; ++i) map[i] = map[i] ? ++next : 0;
+  for (std::size_t i = 1; i <= n; ++i)
+    map[i] = map[i] ? ++next : 0;
   for (int y = 0; y < labels.rows; ++y) {
     int* p = labels.ptr<int>(y);
-    for (int x = 0; x < labels.cols; ++x) p[x] = map[static_cast<std::size_t>(p[x])];
+    for (int x = 0; x < labels.cols; ++x)
+      p[x] = map[static_cast<std::size_t>(p[x])];
   }
 }
 

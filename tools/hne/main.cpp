@@ -1,7 +1,5 @@
 // flowd-hne-synth: write a data set of synthetic H&E tiles and their nucleus
 // instance labels (docs/tools.md).
-#include <unistd.h>
-
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -9,6 +7,7 @@
 #include <limits>
 #include <string>
 #include <system_error>
+#include <unistd.h>
 
 #include <boost/program_options.hpp>
 #include <opencv2/imgcodecs.hpp>
@@ -45,7 +44,8 @@ void parse_size(const std::string& text, flowd::hne::Params& p) {
 // OpenCV picks the format from the extension, so the temporary name keeps
 // it; the rename makes the file appear complete or not at all.
 void write_atomically(const fs::path& target, const cv::Mat& img) {
-  const fs::path tmp = target.parent_path() / ("." + target.stem().string() + ".tmp" + std::to_string(::getpid()) + ".png");
+  const fs::path tmp =
+      target.parent_path() / ("." + target.stem().string() + ".tmp" + std::to_string(::getpid()) + ".png");
   bool ok = false;
   try {
     ok = cv::imwrite(tmp.string(), img);
@@ -75,19 +75,18 @@ int main(int argc, char** argv) {
   po::options_description opts(
       "usage: flowd-hne-synth --out DIR [options]\n"
       "Writes DIR/images/hne-<i>.png (RGB) and DIR/truth/hne-<i>.png (16-bit nucleus labels).\nOptions");
-  opts.add_options()("help,h", "this help")
-      ("out", po::value(&out), "output folder (created)")
-      ("count", po::value(&count)->default_value(1), "number of images")
-      ("size", po::value(&size)->default_value("2048x2048"), "WIDTHxHEIGHT in pixels")
-      ("seed", po::value(&p.seed)->default_value(p.seed), "data-set seed")
-      ("mpp", po::value(&p.mpp)->default_value(p.mpp), "microns per pixel (0.25 = 40x, 0.5 = 20x)")
-      ("density", po::value(&p.density)->default_value(p.density), "nuclei density multiplier")
-      ("stain", po::value(&p.stain)->default_value(p.stain), "stain strength multiplier")
-      ("blur", po::value(&p.blur)->default_value(p.blur), "optical blur sigma in pixels at 40x")
-      ("noise", po::value(&p.noise)->default_value(p.noise), "sensor noise multiplier")
-      ("rbc", po::value(&p.rbc)->default_value(p.rbc), "red-blood-cell amount multiplier")
-      ("cluster", po::value(&p.cluster)->default_value(p.cluster), "fraction of nuclei in touching clusters")
-      ("background", po::value(&p.background)->default_value(p.background), "fraction of the field that is glass");
+  opts.add_options()("help,h", "this help")("out", po::value(&out), "output folder (created)")(
+      "count", po::value(&count)->default_value(1), "number of images")(
+      "size", po::value(&size)->default_value("2048x2048"), "WIDTHxHEIGHT in pixels")(
+      "seed", po::value(&p.seed)->default_value(p.seed), "data-set seed")(
+      "mpp", po::value(&p.mpp)->default_value(p.mpp), "microns per pixel (0.25 = 40x, 0.5 = 20x)")(
+      "density", po::value(&p.density)->default_value(p.density), "nuclei density multiplier")(
+      "stain", po::value(&p.stain)->default_value(p.stain), "stain strength multiplier")(
+      "blur", po::value(&p.blur)->default_value(p.blur), "optical blur sigma in pixels at 40x")(
+      "noise", po::value(&p.noise)->default_value(p.noise), "sensor noise multiplier")(
+      "rbc", po::value(&p.rbc)->default_value(p.rbc), "red-blood-cell amount multiplier")(
+      "cluster", po::value(&p.cluster)->default_value(p.cluster), "fraction of nuclei in touching clusters")(
+      "background", po::value(&p.background)->default_value(p.background), "fraction of the field that is glass");
   try {
     po::variables_map vm;
     po::store(po::command_line_parser(argc, argv).options(opts).run(), vm);

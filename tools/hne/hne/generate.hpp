@@ -16,14 +16,14 @@ namespace flowd::hne {
 struct Params {
   int width = 2048, height = 2048;
   std::uint64_t seed = 1;
-  double mpp = 0.25;         // microns per pixel: 0.25 = 40x (nuclei ~15-40 px across), 0.5 = 20x (~8-20 px)
-  double density = 1.0;      // nuclei density multiplier (1 = a typical tumour field)
-  double stain = 1.0;        // haematoxylin/eosin strength multiplier
-  double blur = 1.0;         // optical blur sigma in pixels at 40x (scaled by resolution)
-  double noise = 1.0;        // sensor noise multiplier
-  double rbc = 1.0;          // red-blood-cell amount multiplier
-  double cluster = 0.3;      // fraction of nuclei placed in touching clusters
-  double background = 0.1;   // fraction of the field that is glass (no tissue)
+  double mpp = 0.25;        // microns per pixel: 0.25 = 40x (nuclei ~15-40 px across), 0.5 = 20x (~8-20 px)
+  double density = 1.0;     // nuclei density multiplier (1 = a typical tumour field)
+  double stain = 1.0;       // haematoxylin/eosin strength multiplier
+  double blur = 1.0;        // optical blur sigma in pixels at 40x (scaled by resolution)
+  double noise = 1.0;       // sensor noise multiplier
+  double rbc = 1.0;         // red-blood-cell amount multiplier
+  double cluster = 0.3;     // fraction of nuclei placed in touching clusters
+  double background = 0.1;  // fraction of the field that is glass (no tissue)
 };
 
 struct Sample {
