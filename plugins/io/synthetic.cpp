@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <optional>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "flowd/error.hpp"
+#include "hne/conditions.hpp"
 #include "hne/generate.hpp"
 
 namespace flowd::io {
@@ -18,7 +20,9 @@ namespace {
 
 constexpr std::string_view valid_generators = "blobs, hne";
 constexpr std::string_view blobs_keys = "width, height, count, seed";
-constexpr std::string_view hne_keys = "width, height, count, seed, mpp, density, stain, blur, noise";
+constexpr std::string_view hne_keys =
+    "width, height, count, seed, condition, mpp, density, stain, blur, noise, rbc, cluster, background, tissue, "
+    "neuropil_share, pale, overlap, stain_jitter, scanner, jpeg";
 constexpr int max_side = 65536;
 constexpr std::int64_t max_count = 1'000'000;
 
@@ -296,17 +300,74 @@ std::string real_text(double v) {
   return ec == std::errc() ? std::string(buf, end) : std::to_string(v);
 }
 
+// The real-valued hne keys, each a field of both SyntheticSpec and
+// hne::Params under the same name.
+struct RealKey {
+  std::string_view key;
+  double SyntheticSpec::*spec;
+  double hne::Params::*params;
+  bool always;  // spelled out in uri() even at its default
+};
+constexpr RealKey real_keys[] = {
+    {"mpp", &SyntheticSpec::mpp, &hne::Params::mpp, true},
+    {"density", &SyntheticSpec::density, &hne::Params::density, true},
+    {"stain", &SyntheticSpec::stain, &hne::Params::stain, true},
+    {"blur", &SyntheticSpec::blur, &hne::Params::blur, true},
+    {"noise", &SyntheticSpec::noise, &hne::Params::noise, true},
+    {"rbc", &SyntheticSpec::rbc, &hne::Params::rbc, false},
+    {"cluster", &SyntheticSpec::cluster, &hne::Params::cluster, false},
+    {"background", &SyntheticSpec::background, &hne::Params::background, false},
+    {"neuropil_share", &SyntheticSpec::neuropil_share, &hne::Params::neuropil_share, false},
+    {"pale", &SyntheticSpec::pale, &hne::Params::pale, false},
+    {"overlap", &SyntheticSpec::overlap, &hne::Params::overlap, false},
+    {"stain_jitter", &SyntheticSpec::stain_jitter, &hne::Params::stain_jitter, false},
+    {"scanner", &SyntheticSpec::scanner, &hne::Params::scanner, false},
+};
+
+const RealKey* find_real_key(std::string_view key) {
+  for (const RealKey& k : real_keys)
+    if (k.key == key) return &k;
+  return nullptr;
+}
+
+// Throws std::invalid_argument for an unknown tissue name.
 hne::Params hne_params(const SyntheticSpec& spec) {
   hne::Params p;
   p.width = spec.width;
   p.height = spec.height;
   p.seed = spec.seed;
-  p.mpp = spec.mpp;
-  p.density = spec.density;
-  p.stain = spec.stain;
-  p.blur = spec.blur;
-  p.noise = spec.noise;
+  for (const RealKey& k : real_keys)
+    p.*k.params = spec.*k.spec;
+  p.tissue = hne::tissue_from_name(spec.tissue);
+  p.jpeg = spec.jpeg;
   return p;
+}
+
+void set_hne_fields(SyntheticSpec& spec, const hne::Params& p) {
+  for (const RealKey& k : real_keys)
+    spec.*k.spec = p.*k.params;
+  spec.tissue = std::string(hne::name_of(p.tissue));
+  spec.jpeg = p.jpeg;
+}
+
+// The error of flowd::hne without its prefix: the URI already says where.
+std::string hne_message(const std::invalid_argument& e) {
+  std::string what = e.what();
+  constexpr std::string_view prefix = "flowd::hne: ";
+  if (what.starts_with(prefix)) what.erase(0, prefix.size());
+  return what;
+}
+
+// The value of `key` in a query string, if given.
+std::optional<std::string_view> query_value(std::string_view query, std::string_view key) {
+  while (!query.empty()) {
+    const auto amp = query.find('&');
+    const std::string_view pair = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+    const auto eq = pair.find('=');
+    if (eq != std::string_view::npos && pair.substr(0, eq) == key) return pair.substr(eq + 1);
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -315,9 +376,12 @@ std::string SyntheticSpec::uri() const {
   std::string u = std::string(synthetic_scheme) + generator + "?width=" + std::to_string(width) +
                   "&height=" + std::to_string(height) + "&count=" + std::to_string(count) +
                   "&seed=" + std::to_string(seed);
-  if (generator == "hne")
-    u += "&mpp=" + real_text(mpp) + "&density=" + real_text(density) + "&stain=" + real_text(stain) +
-         "&blur=" + real_text(blur) + "&noise=" + real_text(noise);
+  if (generator != "hne") return u;
+  const SyntheticSpec defaults;
+  for (const RealKey& k : real_keys)
+    if (k.always || this->*k.spec != defaults.*k.spec) u += "&" + std::string(k.key) + "=" + real_text(this->*k.spec);
+  if (tissue != defaults.tissue) u += "&tissue=" + tissue;
+  if (jpeg != defaults.jpeg) u += "&jpeg=" + std::to_string(jpeg);
   return u;
 }
 
@@ -339,10 +403,7 @@ SyntheticSpec parse_synthetic_uri(std::string_view uri) {
     try {
       hne::validate(hne_params(spec));
     } catch (const std::invalid_argument& e) {
-      std::string what = e.what();
-      constexpr std::string_view prefix = "flowd::hne: ";
-      if (what.starts_with(prefix)) what.erase(0, prefix.size());
-      bad_uri(uri, what);
+      bad_uri(uri, hne_message(e));
     }
   };
   if (q == std::string_view::npos) {
@@ -350,6 +411,17 @@ SyntheticSpec parse_synthetic_uri(std::string_view uri) {
     return spec;
   }
   std::string_view query = rest.substr(q + 1);
+  // A condition is a starting point: the keys given beside it override it,
+  // wherever they stand, so it is applied first.
+  if (const auto condition = is_hne ? query_value(query, "condition") : std::nullopt) {
+    hne::Params p;
+    try {
+      hne::apply_condition(*condition, p);
+    } catch (const std::invalid_argument& e) {
+      bad_uri(uri, hne_message(e));
+    }
+    set_hne_fields(spec, p);
+  }
   std::vector<std::string_view> seen;
   while (!query.empty()) {
     const auto amp = query.find('&');
@@ -370,16 +442,14 @@ SyntheticSpec parse_synthetic_uri(std::string_view uri) {
       spec.count = static_cast<std::int64_t>(parse_number(uri, key, value, 1, max_count));
     else if (key == "seed")
       spec.seed = parse_number(uri, key, value, 0, UINT64_MAX);
-    else if (is_hne && key == "mpp")
-      spec.mpp = parse_real(uri, key, value);
-    else if (is_hne && key == "density")
-      spec.density = parse_real(uri, key, value);
-    else if (is_hne && key == "stain")
-      spec.stain = parse_real(uri, key, value);
-    else if (is_hne && key == "blur")
-      spec.blur = parse_real(uri, key, value);
-    else if (is_hne && key == "noise")
-      spec.noise = parse_real(uri, key, value);
+    else if (is_hne && key == "condition")
+      continue;  // applied above
+    else if (is_hne && key == "tissue")
+      spec.tissue = std::string(value);
+    else if (is_hne && key == "jpeg")
+      spec.jpeg = static_cast<int>(parse_number(uri, key, value, 0, 100));
+    else if (const RealKey* k = is_hne ? find_real_key(key) : nullptr)
+      spec.*k->spec = parse_real(uri, key, value);
     else
       bad_uri(uri, "unknown key '" + std::string(key) + "' (valid: " + std::string(valid_keys) + ")");
   }
