@@ -469,7 +469,7 @@ TEST(Hne, NeuropilRaisesTheBackgroundHaematoxylin) {
   cv::erode(bg, away, cv::getStructuringElement(cv::MORPH_ELLIPSE, cv::Size(7, 7)));
   const cv::Mat od_s = haematoxylin_od(stroma.rgb), od_n = haematoxylin_od(neuropil.rgb);
   const double mean_s = cv::mean(od_s, away)[0], mean_n = cv::mean(od_n, away)[0];
-  const double p99_n = percentile(od_n, away, 0.99);
+  const double p95_n = percentile(od_n, away, 0.95), p99_n = percentile(od_n, away, 0.99);
   const int n = max_label(stroma.labels);
   const auto per = nucleus_od(od_n, neuropil.labels, n);
   double pale = 0;
@@ -488,13 +488,13 @@ TEST(Hne, NeuropilRaisesTheBackgroundHaematoxylin) {
   cv::meanStdDev(od_s - hp_s, m_s, sd_s, away);
   cv::meanStdDev(od_n - hp_n, m_n, sd_n, away);
   std::printf(
-      "background haematoxylin OD: stroma %.3f, neuropil %.3f (99th percentile %.3f); pale nuclei %.3f; "
-      "fine texture sd %.3f vs %.3f\n",
-      mean_s, mean_n, p99_n, pale, sd_s[0], sd_n[0]);
+      "background haematoxylin OD: stroma %.3f, neuropil %.3f (95th percentile %.3f, 99th %.3f); pale nuclei "
+      "%.3f; fine texture sd %.3f vs %.3f\n",
+      mean_s, mean_n, p95_n, p99_n, pale, sd_s[0], sd_n[0]);
   EXPECT_GT(mean_n, mean_s + 0.05);
-  EXPECT_GT(p99_n, 0.3 * pale);
-  EXPECT_LT(mean_n, 0.6 * pale);
-  EXPECT_LT(p99_n, 0.8 * pale);
+  EXPECT_GT(p95_n, 0.3 * pale);
+  EXPECT_LT(p95_n, 0.65 * pale);
+  EXPECT_LT(mean_n, 0.4 * pale);
   EXPECT_GT(sd_n[0], 1.25 * sd_s[0]);
   // Purple-grey, not pink: less red over green than stroma.
   const cv::Scalar cs = cv::mean(stroma.rgb, away), cn = cv::mean(neuropil.rgb, away);

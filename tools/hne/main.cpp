@@ -1,5 +1,6 @@
 // flowd-hne-synth: write a data set of synthetic H&E tiles and their nucleus
 // instance labels (docs/tools.md).
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -90,6 +91,13 @@ constexpr RealOption real_options[] = {
     {"scanner", &flowd::hne::Params::scanner, "per-tile scanner gamma/brightness/white-balance spread (0 = none)"},
 };
 
+// 0.3, not 0.29999999999999999, in --help.
+std::string shortest(double v) {
+  char buf[32];
+  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  return ec == std::errc() ? std::string(buf, end) : std::to_string(v);
+}
+
 void list_conditions() {
   for (const auto& c : flowd::hne::conditions())
     std::printf("%-16s %s\n", std::string(c.name).c_str(), std::string(c.description).c_str());
@@ -115,7 +123,8 @@ int main(int argc, char** argv) {
       "jpeg", po::value<int>()->default_value(defaults.jpeg),
       "JPEG quality 1..100 the image passes through (0 = none)");
   for (const RealOption& o : real_options)
-    opts.add_options()(o.name, po::value<double>()->default_value(defaults.*o.field), o.help);
+    opts.add_options()(o.name, po::value<double>()->default_value(defaults.*o.field, shortest(defaults.*o.field)),
+                       o.help);
   try {
     po::variables_map vm;
     po::store(po::command_line_parser(argc, argv).options(opts).run(), vm);

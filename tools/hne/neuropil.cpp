@@ -67,7 +67,7 @@ Neuropil::Neuropil(const Params& p, Rng& rng)
       dots_(draw_dots(p.width, p.height, 1.0 / p.mpp, rng)),
       speck_(512, 0.35 / p.mpp, rng),
       grain_(256, 0.9 / p.mpp, rng),
-      blotch_(p.width, p.height, 2.5 / p.mpp, rng),
+      blotch_(p.width, p.height, 2.0 / p.mpp, rng),
       level_(p.width, p.height, 20.0 / p.mpp, rng),
       region_(p.width, p.height, 50.0 / p.mpp, rng),
       blotch_row_(static_cast<std::size_t>(p.width)),
@@ -113,9 +113,9 @@ void Neuropil::row(int y, float* share, float* h, float* e) {
     const double fibre = fib[x] * (1.0 / 255.0), cut = dot[x] * (1.0 / 255.0);
     // Faint blotches a few microns across: the upper tail of a 2 um field,
     // the part of the matrix a global threshold picks up in fragments.
-    const double blotch = std::max(0.0, blotch_row_[i] - 0.5);
+    const double blotch = std::max(0.0, blotch_row_[i] - 0.8);
     const double base = 0.075 * std::max(0.4, 1.0 + 0.25 * level_row_[i]);
-    const double hh = base + 0.02 * speck + 0.02 * grain + 0.11 * fibre + 0.22 * cut + 0.13 * blotch;
+    const double hh = base + 0.02 * speck + 0.02 * grain + 0.11 * fibre + 0.22 * cut + 0.22 * blotch;
     const double ee = 0.09 + 0.03 * fibre + 0.01 * speck;
     h[x] = static_cast<float>(std::max(0.0, hh));
     e[x] = static_cast<float>(std::max(0.0, ee));
