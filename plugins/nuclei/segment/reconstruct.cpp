@@ -18,12 +18,55 @@
 #include <stdexcept>
 #include <vector>
 
-#include "padded.hpp"
+#include "internal.hpp"
 #include "segment.hpp"
 
 namespace flowd::nuclei {
 
 namespace {
+
+// The serial part of a scan row: j[x] = max(j[x], min(j[x -+ 1], i[x])).
+// Where a whole block already sits at its mask (j == i: background, and
+// whatever the vectorised pass saturated), the chain cannot change it and
+// restarts from i at the block's end, so such blocks are skipped.
+template <class K>
+constexpr int block = 32 / sizeof(K);
+
+template <class K>
+bool saturated(const K* __restrict j, const K* __restrict i) {
+  unsigned diff = 0;
+  for (int k = 0; k < block<K>; ++k)
+    diff |= static_cast<unsigned>(j[k] != i[k]);
+  return diff == 0;
+}
+
+template <class K>
+void chain_forward(K* __restrict j, const K* __restrict i, int cols, K prev) {
+  int x = 0;
+  while (x < cols) {
+    if (x + block<K> <= cols && saturated(j + x, i + x)) {
+      x += block<K>;
+      prev = i[x - 1];
+      continue;
+    }
+    for (const int e = std::min(cols, x + block<K>); x < e; ++x)
+      j[x] = prev = std::max(j[x], std::min(prev, i[x]));
+  }
+}
+
+template <class K>
+void chain_backward(K* __restrict j, const K* __restrict i, int cols, K prev) {
+  int x = cols;
+  while (x > 0) {
+    if (x - block<K> >= 0 && saturated(j + x - block<K>, i + x - block<K>)) {
+      x -= block<K>;
+      prev = i[x];
+      continue;
+    }
+    for (const int e = std::max(0, x - block<K>); x > e; --x)
+      j[x - 1] = prev = std::max(j[x - 1], std::min(prev, i[x - 1]));
+  }
+}
 
 // The hybrid algorithm on framed images of u8 values or float keys.
 template <class K>
@@ -39,9 +82,7 @@ void reconstruct_keys(std::vector<K>& Jv, const std::vector<K>& Iv, int rows, in
       const K* __restrict i = Ip + y * w + 1;
       for (int x = 0; x < cols; ++x)
         j[x] = std::min(std::max(std::max(j[x], up[x - 1]), std::max(up[x], up[x + 1])), i[x]);
-      K prev = lowest;
-      for (int x = 0; x < cols; ++x)
-        j[x] = prev = std::max(j[x], std::min(prev, i[x]));
+      chain_forward(j, i, cols, lowest);
     }
   };
   std::vector<std::uint32_t> queue;
@@ -54,9 +95,7 @@ void reconstruct_keys(std::vector<K>& Jv, const std::vector<K>& Iv, int rows, in
       const K* __restrict idn = Ip + (y + 1) * w + 1;
       for (int x = 0; x < cols; ++x)
         j[x] = std::min(std::max(std::max(j[x], dn[x - 1]), std::max(dn[x], dn[x + 1])), i[x]);
-      K prev = lowest;
-      for (int x = cols - 1; x >= 0; --x)
-        j[x] = prev = std::max(j[x], std::min(prev, i[x]));
+      chain_backward(j, i, cols, lowest);
       // Pixels that can raise a neighbour the anti-raster scan already passed
       // (right, and the row below) go to the FIFO; the others were raised by
       // this scan itself. Branch-free per pixel, then a sparse gather.

@@ -4,7 +4,7 @@
 // order, so the result does not depend on any processing order; labels are
 // then read off by pointer chasing with path compression.
 //
-// Everything lives in framed buffers (padded.hpp): r as float keys (the
+// Everything lives in framed buffers (internal.hpp): r as float keys (the
 // reconstruction's own buffer), one byte of state per pixel, and one int32
 // buffer that holds the mask during the reconstruction, the plateau distance
 // after it and the labels at the end. The plateau distance is only computed
@@ -14,7 +14,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "padded.hpp"
+#include "internal.hpp"
 #include "segment.hpp"
 
 namespace flowd::nuclei {

@@ -3,6 +3,7 @@
 // images held with a one-pixel frame so that every pixel has eight
 // neighbours at fixed offsets, floats as order-preserving integer keys (as
 // the GPU twins hold them), and the building blocks several operations share.
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -40,18 +41,43 @@ inline std::size_t size(int rows, int cols) {
 void reconstruct(std::vector<std::uint8_t>& J, const std::vector<std::uint8_t>& I, int rows, int cols);
 void reconstruct(std::vector<std::int32_t>& J, const std::vector<std::int32_t>& I, int rows, int cols);
 
-// 8-connected components of the pixels where row(y)[x] != 0, numbered 1..n
-// in raster order of their first pixel, as runs; `row(y)` gives row y's
-// first pixel (unframed). Labels are written by write_labels / keep_areas.
-struct Runs {
-  struct Run {
-    int y, x0, x1;      // [x0, x1) on row y
-    std::int32_t comp;  // component index 0..count-1 after label_runs
-  };
-  std::vector<Run> runs;
-  std::vector<std::int64_t> area;  // per component
+}  // namespace flowd::nuclei::padded
+
+namespace flowd::nuclei::runs {
+
+// Connected components of a mask's pixels that are nonzero (foreground,
+// 8-connected) or zero (background, 4-connected), as horizontal runs: one
+// pass over the mask with union-find on runs, so the cost follows the number
+// of runs rather than of pixels. Components are numbered 0..count-1 in raster
+// order of their first pixel (the earliest run is every component's root).
+struct Run {
+  int y, x0, x1;      // [x0, x1) on row y
+  std::int32_t comp;  // its component
+};
+struct Components {
+  std::vector<Run> runs;             // in raster order
+  std::vector<std::int64_t> area;    // pixels per component
+  std::vector<std::uint8_t> border;  // 1 where the component touches the image border
   int count = 0;
 };
-Runs label_runs(const cv::Mat& mask);
+Components label(const cv::Mat& mask, bool foreground);
 
-}  // namespace flowd::nuclei::padded
+// Writes `value_of(comp)` on each run of row y of `c` and `fill` elsewhere on
+// that row, row by row (one write per pixel).
+template <class T, class F>
+void paint(const Components& c, cv::Mat& out, T fill, F value_of) {
+  std::size_t k = 0;
+  for (int y = 0; y < out.rows; ++y) {
+    T* o = out.ptr<T>(y);
+    int x = 0;
+    for (; k < c.runs.size() && c.runs[k].y == y; ++k) {
+      const Run& r = c.runs[k];
+      std::fill(o + x, o + r.x0, fill);
+      std::fill(o + r.x0, o + r.x1, static_cast<T>(value_of(r.comp)));
+      x = r.x1;
+    }
+    std::fill(o + x, o + out.cols, fill);
+  }
+}
+
+}  // namespace flowd::nuclei::runs
