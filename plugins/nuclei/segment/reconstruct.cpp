@@ -10,7 +10,9 @@
 // over max. Floats run as order-preserving 32-bit integer keys (as the GPU
 // twin does), so the chain is integer compares and moves rather than
 // float min/max with their longer latency. The reconstruction is unique, so
-// none of this can change the result.
+// none of this can change the result (for floats: on inputs without NaN and
+// without both -0 and +0, which the keys order while float compares do not;
+// the pipeline produces neither).
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
