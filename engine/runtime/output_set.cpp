@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include "runtime/output_manifest.hpp"
+#include "util/durable.hpp"
+#include "util/fd.hpp"
 #include "util/temp_files.hpp"
 #include "util/text.hpp"
 
@@ -32,39 +34,6 @@ bool lexists(const fs::path& p) {
   return fs::exists(fs::symlink_status(p, ec));
 }
 
-// Closes on scope exit; close() reports what a deferred close would hide.
-class Fd {
-public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const noexcept { return fd_; }
-  int close() noexcept {
-    const int r = ::close(fd_);
-    fd_ = -1;
-    return r;
-  }
-
-private:
-  int fd_;
-};
-
-// 0, or the errno of the first failure to put `file`'s bytes on disk.
-int sync_file(const fs::path& file) {
-  Fd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0 || ::fsync(fd.get()) != 0) return errno;
-  return fd.close() == 0 ? 0 : errno;
-}
-
-// Best effort: a rename is durable once its folder's entry is on disk.
-void sync_dir(const fs::path& dir) {
-  Fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (fd.get() >= 0) ::fsync(fd.get());
-}
-
 // Removes `dir` when it holds nothing but (nested) empty folders.
 bool prune_if_empty(const fs::path& dir) noexcept {
   std::error_code ec;
@@ -83,6 +52,7 @@ std::error_code system_rename(const fs::path& from, const fs::path& to) {
 
 OutputSet::OutputSet(Options options, Logger& log) : options_(std::move(options)), log_(log) {
   if (!options_.rename) options_.rename = system_rename;
+  if (!options_.sync) options_.sync = sync_files;
 }
 
 OutputSet::~OutputSet() {
@@ -189,7 +159,7 @@ void OutputSet::write(const std::string& stage, const fs::path& target, std::spa
     if (n < 0) fail(errno);
     done += static_cast<std::size_t>(n);
   }
-  if (::fsync(fd.get()) != 0) fail(errno);
+  // Not flushed here: commit() makes every staged file durable at once.
   if (fd.close() != 0) fail(errno);
 }
 
@@ -302,16 +272,25 @@ void OutputSet::commit() {
     remove_temps();
     throw Error(why);
   };
-  for (const auto& s : staged_)
-    if (const int e = sync_file(s.temp))
-      fail("writing " + quoted(s.shown) + ": " + errno_text(e) + "; nothing was written");
   for (const auto& [path, text] : manifests) {
     const fs::path t = owned_temp_name(path);
     Fd fd(::open(t.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666));
     staged_.push_back({"", path, path, t});
     const bool ok = fd.get() >= 0 && ::write(fd.get(), text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
-                    ::fsync(fd.get()) == 0 && fd.close() == 0;
+                    fd.close() == 0;
     if (!ok) fail("writing " + quoted(path) + ": " + errno_text(errno) + "; nothing was written");
+  }
+  // Every file on disk before any takes its place, in one flush per
+  // filesystem (util/durable.hpp says why not one per file).
+  {
+    std::vector<fs::path> temps;
+    for (const auto& s : staged_)
+      temps.push_back(s.temp);
+    if (const auto f = options_.sync(temps)) {
+      const auto s = std::find_if(staged_.begin(), staged_.end(), [&](const Staged& x) { return x.temp == f->file; });
+      fail("writing " + quoted(s != staged_.end() ? s->shown : f->file) + ": " + errno_text(f->error) +
+           "; nothing was written");
+    }
   }
 
   // Apply, recording each step so that a failure can undo them.
@@ -398,8 +377,8 @@ void OutputSet::commit() {
     }
     dirs.insert(r.parent_path());
   }
-  for (const auto& d : dirs)
-    sync_dir(d);
+  // Best effort: a rename is durable once its folder's entry is on disk.
+  sync_dirs(std::vector<fs::path>(dirs.begin(), dirs.end()));
   staged_.clear();
 }
 

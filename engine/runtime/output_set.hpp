@@ -4,7 +4,8 @@
 // and the two-phase commit that moves them into place.
 //
 // Phase one is the sinks' own commit(): each completes its temporaries.
-// Phase two is commit() here: every temporary is flushed to disk, then each
+// Phase two is commit() here: every temporary is flushed to disk (all at once,
+// util/durable.hpp; SinkContext::write_output does not flush), then each
 // target that exists is moved aside (".NAME.flowd-old-*") and the temporary
 // renamed over it; the files the previous run listed in the folder's manifest
 // and this run does not write are moved aside too, and the new manifest goes
@@ -15,6 +16,7 @@
 #include <filesystem>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <system_error>
@@ -23,6 +25,7 @@
 #include <sys/types.h>
 
 #include "flowd/item.hpp"
+#include "util/durable.hpp"
 #include "util/log.hpp"
 
 namespace flowd::runtime {
@@ -43,12 +46,14 @@ public:
 class OutputSet {
 public:
   using Rename = std::function<std::error_code(const std::filesystem::path& from, const std::filesystem::path& to)>;
+  using Sync = std::function<std::optional<SyncFailure>(std::span<const std::filesystem::path> files)>;
 
   struct Options {
     bool overwrite = false;            // --overwrite: files flowd did not write may be replaced
     Json provenance = Json::object();  // what the manifests say about the run
     bool manifests = true;             // false: no manifest is written (OperatorHarness, which runs one sink alone)
     Rename rename;  // every rename of the commit goes through it (tests inject failures); default ::rename
+    Sync sync;      // makes the finished files durable before the first rename, in one call; default sync_files
   };
 
   OutputSet(Options options, Logger& log);

@@ -1,7 +1,9 @@
 // The run's output files: owner-tagged temporaries and stale ones, the
 // two-phase commit across sinks (with injected rename failures), manifests
 // and foreign files.
+#include <cerrno>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <unistd.h>
 
@@ -12,6 +14,7 @@
 #include "runtime/output_manifest.hpp"
 #include "runtime/output_set.hpp"
 #include "support/helpers.hpp"
+#include "util/durable.hpp"
 #include "util/fs.hpp"
 #include "util/temp_files.hpp"
 
@@ -60,20 +63,27 @@ runtime::OutputSet::Options with_provenance() {
   return o;
 }
 
-// Two sinks, one file each (a.txt, b.txt in `dir`), committed with every
-// rename going through `rename`. Returns the commit's error message.
+// Two sinks, one file each (a.txt, b.txt in `dir`), written and ready to
+// commit.
+std::unique_ptr<runtime::OutputSet> two_files(const fs::path& dir, runtime::OutputSet::Options o) {
+  auto out = std::make_unique<runtime::OutputSet>(std::move(o), test::quiet_log());
+  out->declare_file("first", dir / "a.txt");
+  out->declare_file("second", dir / "b.txt");
+  out->check_existing();
+  out->write("first", dir / "a.txt", bytes("new a"));
+  out->write("second", dir / "b.txt", bytes("new b"));
+  return out;
+}
+
+// The two files committed with every rename going through `rename`. Returns
+// the commit's error message.
 template <class E>
 std::string commit_two_files(const fs::path& dir, runtime::OutputSet::Rename rename) {
   runtime::OutputSet::Options o = with_provenance();
   o.rename = std::move(rename);
-  runtime::OutputSet out(std::move(o), test::quiet_log());
-  out.declare_file("first", dir / "a.txt");
-  out.declare_file("second", dir / "b.txt");
-  out.check_existing();
-  out.write("first", dir / "a.txt", bytes("new a"));
-  out.write("second", dir / "b.txt", bytes("new b"));
+  const auto out = two_files(dir, std::move(o));
   try {
-    out.commit();
+    out->commit();
   } catch (const E& e) {
     return e.what();
   }
@@ -193,6 +203,77 @@ TEST(OutputSet, AFailedRenameUndoesTheWholeCommit) {
   EXPECT_EQ(get(dir / "b.txt"), "old b");
   EXPECT_EQ(get(dir / "c.txt"), "only the earlier run wrote this");
   EXPECT_FALSE(has_temp(dir));
+}
+
+TEST(OutputSet, EveryFileIsFlushedInOneCallBeforeAnyTakesItsPlace) {
+  const auto dir = test::scratch();
+  put(dir / "a.txt", "old a");
+  put(dir / ".flowd-manifest.json", R"({"flowd_manifest": 1, "files": ["a.txt"]})");
+  runtime::OutputSet::Options o = with_provenance();
+  std::vector<std::vector<fs::path>> calls;
+  o.sync = [&](std::span<const fs::path> files) -> std::optional<SyncFailure> {
+    calls.emplace_back(files.begin(), files.end());
+    EXPECT_EQ(get(dir / "a.txt"), "old a");  // nothing renamed yet
+    EXPECT_FALSE(fs::exists(dir / "b.txt"));
+    return sync_files(files);
+  };
+  const auto out = two_files(dir, std::move(o));
+  EXPECT_TRUE(calls.empty());  // writing a file does not flush it: the commit flushes them all
+  out->commit();
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0].size(), 3u);  // a.txt, b.txt and the manifest
+  for (const auto& f : calls[0]) {
+    EXPECT_TRUE(is_flowd_temp(f.filename().string())) << f;
+    EXPECT_FALSE(fs::exists(f)) << f;  // each renamed into place since
+  }
+  EXPECT_EQ(get(dir / "a.txt"), "new a");
+  EXPECT_EQ(get(dir / "b.txt"), "new b");
+}
+
+TEST(OutputSet, AFileThatCannotBeFlushedFailsTheCommitNamingIt) {
+  const auto dir = test::scratch();
+  put(dir / "a.txt", "old a");
+  put(dir / ".flowd-manifest.json", R"({"flowd_manifest": 1, "files": ["a.txt"]})");
+  runtime::OutputSet::Options o = with_provenance();
+  o.sync = [&](std::span<const fs::path> files) -> std::optional<SyncFailure> {
+    for (const auto& f : files)
+      if (f.filename().string().starts_with(".b.")) return SyncFailure{f, EIO};
+    return std::nullopt;
+  };
+  const auto out = two_files(dir, std::move(o));
+  try {
+    out->commit();
+    ADD_FAILURE() << "the commit should have failed";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "writing '" + (dir / "b.txt").string() + "': Input/output error; nothing was written");
+  }
+  EXPECT_EQ(get(dir / "a.txt"), "old a");
+  EXPECT_FALSE(fs::exists(dir / "b.txt"));
+  EXPECT_FALSE(has_temp(dir));
+}
+
+TEST(SyncFiles, FlushesFilesOfOneOrMoreFilesystemsAndNamesAMissingOne) {
+  const auto dir = test::scratch();
+  std::vector<fs::path> files;
+  for (const char* name : {"a.png", "b.png", "sub/c.h5"}) {
+    put(dir / name, std::string(100000, 'x'));
+    files.push_back(dir / name);
+  }
+  // A second filesystem where there is one (tmpfs), so the files come in groups.
+  if (fs::is_directory("/dev/shm") && ::access("/dev/shm", W_OK) == 0) {
+    const fs::path shm = fs::path("/dev/shm") / ("flowd-sync-" + std::to_string(::getpid()));
+    put(shm, "y");
+    files.push_back(shm);
+  }
+  EXPECT_FALSE(sync_files(files));
+  files.insert(files.begin() + 1, dir / "gone.png");
+  const auto f = sync_files(files);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->file, dir / "gone.png");
+  EXPECT_EQ(f->error, ENOENT);
+  if (files.back().string().starts_with("/dev/shm/")) fs::remove(files.back());
+  sync_dirs(std::vector<fs::path>{dir, dir / "sub", dir / "gone"});  // best effort: no throw for a missing folder
 }
 
 TEST(OutputSet, ARunReplacesThePreviousRunsFilesAsASet) {

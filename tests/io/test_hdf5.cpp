@@ -1,4 +1,6 @@
 // io.write_hdf5 and io.read_hdf5: layout, ordering, provenance, transactions.
+#include <functional>
+
 #include "io_support.hpp"
 
 using namespace flowd;
@@ -6,10 +8,12 @@ using namespace flowd::iotest;
 
 namespace {
 
-template <class T> Array ramp(DType t, std::vector<std::int64_t> shape) {
+template <class T>
+Array ramp(DType t, std::vector<std::int64_t> shape) {
   Array a = Array::uninitialized(t, shape);
   auto v = a.values<T>();
-  for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<T>(i % 251);
+  for (std::size_t i = 0; i < v.size(); ++i)
+    v[i] = static_cast<T>(i % 251);
   return a;
 }
 
@@ -67,7 +71,8 @@ TEST(Hdf5, ArraysRoundTripWithTheirMetadata) {
       array_item("s1/tile/0/10", ramp<std::uint16_t>(DType::u16, {2, 2})),
   };
   auto w = harness("io.write_hdf5", {{"path", file.string()}});
-  for (const auto& i : in) w.consume({i});
+  for (const auto& i : in)
+    w.consume({i});
   w.commit();
 
   auto out = items_of(harness("io.read_hdf5", {{"path", file.string()}}).source());
@@ -102,8 +107,9 @@ TEST(Hdf5, DuplicateAndConflictingArrayKeysAreRefused) {
   w.consume({array_item("a", ramp<std::uint8_t>(DType::u8, {2}))});
   EXPECT_NE(error_of([&] { w.consume({array_item("a", ramp<std::uint8_t>(DType::u8, {2}))}); }).find("duplicate key"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { w.consume({array_item("a/b", ramp<std::uint8_t>(DType::u8, {2}))}); })
-                .find("item 'a' is already stored where this key needs a group"),
+  EXPECT_NE(error_of([&] {
+              w.consume({array_item("a/b", ramp<std::uint8_t>(DType::u8, {2}))});
+            }).find("item 'a' is already stored where this key needs a group"),
             std::string::npos);
   w.consume({array_item("c/d", ramp<std::uint8_t>(DType::u8, {2}))});
   EXPECT_NE(error_of([&] { w.consume({array_item("c", ramp<std::uint8_t>(DType::u8, {2}))}); }).find("below 'c/'"),
@@ -157,18 +163,67 @@ TEST(Hdf5, ManyTableItemsOutOfOrderAreCopiedInOrderAndCompressed) {
   const auto file = test::scratch() / "many.h5";
   auto w = harness("io.write_hdf5", {{"path", file.string()}, {"compression", 9}});
   constexpr int items = 1500;  // x3 rows: beyond the 4096-row compression threshold
-  for (int i = items - 1; i >= 0; --i) w.consume({table_item("s/" + std::to_string(i), features(i, 3))});
+  for (int i = items - 1; i >= 0; --i)
+    w.consume({table_item("s/" + std::to_string(i), features(i, 3))});
   w.commit();
   H5 f = open_h5(file);
   const auto ids = h5_column<std::int32_t>(f, "/data/id", H5T_NATIVE_INT32);
   ASSERT_EQ(ids.size(), 3u * items);
   for (int i = 0; i < items; ++i)
-    for (int r = 0; r < 3; ++r) ASSERT_EQ(ids[static_cast<std::size_t>(3 * i + r)], i * 100 + r) << i;
+    for (int r = 0; r < 3; ++r)
+      ASSERT_EQ(ids[static_cast<std::size_t>(3 * i + r)], i * 100 + r) << i;
   H5 ds(H5Dopen2(f, "/data/area", H5P_DEFAULT), H5Dclose);
   H5 dcpl(H5Dget_create_plist(ds), H5Pclose);
   EXPECT_EQ(H5Pget_layout(dcpl), H5D_CHUNKED);
   EXPECT_GE(H5Pget_nfilters(dcpl), 1);
-  EXPECT_EQ(items_of(harness("io.read_hdf5", {{"path", file.string()}}).source()).size(), static_cast<std::size_t>(items));
+  EXPECT_EQ(items_of(harness("io.read_hdf5", {{"path", file.string()}}).source()).size(),
+            static_cast<std::size_t>(items));
+}
+
+// `items` tables of `rows` rows each, given in the order `arrival(k)` says,
+// committed; then every row of the file checked: in key order, every value.
+void check_rows_in_key_order(const std::string& name, int items, int rows, const std::function<int(int)>& arrival) {
+  const auto file = test::scratch() / name;
+  auto w = harness("io.write_hdf5", {{"path", file.string()}});
+  for (int k = 0; k < items; ++k) {
+    const int i = arrival(k);
+    w.consume({table_item("s/" + std::to_string(i), features(i, rows))});
+  }
+  w.commit();
+  H5 f = open_h5(file);
+  const auto ids = h5_column<std::int32_t>(f, "/data/id", H5T_NATIVE_INT32);
+  const auto names = h5_string_column(f, "/data/name");
+  const auto keys = h5_string_column(f, "/data/item_key");
+  const auto big = h5_column<std::int64_t>(f, "/data/big", H5T_NATIVE_INT64);
+  ASSERT_EQ(ids.size(), static_cast<std::size_t>(items * rows));
+  ASSERT_EQ(names.size(), ids.size());
+  for (int i = 0; i < items; ++i)
+    for (int r = 0; r < rows; ++r) {
+      const auto at = static_cast<std::size_t>(i * rows + r);
+      ASSERT_EQ(ids[at], i * 100 + r) << at;
+      ASSERT_EQ(names[at], "n" + std::to_string(i) + "." + std::to_string(r)) << at;
+      ASSERT_EQ(keys[at], "s/" + std::to_string(i)) << at;
+      ASSERT_EQ(big[at], (std::int64_t{1} << 40) + i) << at;
+    }
+  EXPECT_FALSE(h5_has(f, "/staging"));
+}
+
+// Rows are gathered in memory and staged about 1 MiB at a time: here ~2.5 MiB
+// (41 bytes a row) arrive out of order, so the staging file is written several
+// times during the run and once more at the commit.
+TEST(Hdf5, TableRowsStagedInBatchesComeOutInKeyOrderWithEveryValue) {
+  constexpr int items = 1300;
+  check_rows_in_key_order("batches.h5", items, 50,
+                          [](int k) { return (k * 7) % items; });  // every item once, scattered
+}
+
+// Items that arrive in key order (the usual case) are copied to the output in
+// long stretches, cut at 65536 rows; a few out of place break the stretches.
+TEST(Hdf5, TableRowsArrivingMostlyInKeyOrderAreCopiedInStretches) {
+  check_rows_in_key_order("stretches.h5", 1400, 50, [](int k) {
+    return k % 100 == 10 ? k + 1 : k % 100 == 11 ? k - 1 : k;
+  });
+  check_rows_in_key_order("in-order.h5", 1400, 50, [](int k) { return k; });
 }
 
 TEST(Hdf5, TableSchemaMismatchNamesTheKeyAndBothSchemas) {
@@ -236,8 +291,10 @@ TEST(Hdf5, AbortLeavesNoFile) {
     const auto file = dir / "sub" / "x.h5";
     auto w = harness("io.write_hdf5", {{"path", file.string()}});
     for (int i = 0; i < 3; ++i) {
-      if (tables) w.consume({table_item("k" + std::to_string(i), features(i, 2))});
-      else w.consume({array_item("k" + std::to_string(i), ramp<std::uint8_t>(DType::u8, {8, 8}))});
+      if (tables)
+        w.consume({table_item("k" + std::to_string(i), features(i, 2))});
+      else
+        w.consume({array_item("k" + std::to_string(i), ramp<std::uint8_t>(DType::u8, {8, 8}))});
     }
     EXPECT_EQ(files_below(dir).size(), 1u);  // the hidden temporary
     w.abort();
@@ -300,8 +357,9 @@ TEST(Hdf5, ReadErrorsNameFileAndDataset) {
   w.consume({array_item("a", ramp<std::uint8_t>(DType::u8, {4}))});
   w.commit();
   const auto e2 = error_of([&] { harness("io.read_hdf5", {{"path", file.string()}, {"dataset", "nuclei"}}).source(); });
-  EXPECT_NE(e2.find("HDF5 file '" + file.string() + "', group '/nuclei': no such group (the file's root holds: labels)"),
-            std::string::npos)
+  EXPECT_NE(
+      e2.find("HDF5 file '" + file.string() + "', group '/nuclei': no such group (the file's root holds: labels)"),
+      std::string::npos)
       << e2;
 
   const auto odd = dir / "odd.h5";
@@ -316,5 +374,6 @@ TEST(Hdf5, ReadErrorsNameFileAndDataset) {
     H5Awrite(a, t, &v);
   }
   const auto e3 = error_of([&] { harness("io.read_hdf5", {{"path", odd.string()}}).source(); });
-  EXPECT_NE(e3.find("HDF5 file '" + odd.string() + "', group '/data': flowd_kind is 'images'"), std::string::npos) << e3;
+  EXPECT_NE(e3.find("HDF5 file '" + odd.string() + "', group '/data': flowd_kind is 'images'"), std::string::npos)
+      << e3;
 }

@@ -11,6 +11,10 @@
 //       engine overhead: workflows' tiles -> nuclei.segment -> nuclei.features
 //       through flowd with one worker versus the same functions called
 //       directly on the same tiles, interleaved run by run
+//   flowd-bench-nuclei overhead --tiles N [--size 512] [--workers W] [--repeat R] [--no-command]
+//                               [--only direct|flowd|command]
+//       engine overhead on a folder of N small tiles: the whole main job
+//       (nuclei_folder.hpp)
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -24,6 +28,7 @@
 #include "bench_common.hpp"
 #include "features/features.hpp"
 #include "hne/generate.hpp"
+#include "nuclei_folder.hpp"
 #include "runtime/run.hpp"
 #include "score/score.hpp"
 #include "segment/pipeline.hpp"
@@ -43,9 +48,11 @@ hne::Sample generate(int size, std::uint64_t seed, double mpp = 0.25, double den
   return hne::generate(p);
 }
 
-template <class F> double median_of(int repeat, F&& f) {
+template <class F>
+double median_of(int repeat, F&& f) {
   std::vector<double> t;
-  for (int r = 0; r < repeat; ++r) t.push_back(bench::measure(f).wall);
+  for (int r = 0; r < repeat; ++r)
+    t.push_back(bench::measure(f).wall);
   return bench::median(t);
 }
 
@@ -57,8 +64,14 @@ int ops(int size, int repeat) {
   nuclei::Stages st;
   nuclei::segment(s.rgb, p, &st);  // the inputs of every step
   const nuclei::Derived d = nuclei::derive(s.rgb, p);
-  std::printf("# one core, %dx%d generated H&E tile (40x), %d nuclei found; median of %d runs, seconds\n", size, size,
-              [&] { double m = 0; cv::minMaxLoc(st.labels, nullptr, &m); return static_cast<int>(m); }(), repeat);
+  std::printf(
+      "# one core, %dx%d generated H&E tile (40x), %d nuclei found; median of %d runs, seconds\n", size, size,
+      [&] {
+        double m = 0;
+        cv::minMaxLoc(st.labels, nullptr, &m);
+        return static_cast<int>(m);
+      }(),
+      repeat);
   struct Step {
     const char* name;
     std::function<void()> run;
@@ -68,7 +81,8 @@ int ops(int size, int repeat) {
       {"derive (threshold)", [&] { nuclei::derive(s.rgb, p); }},
       {"tissue", [&] { nuclei::tissue_mask(s.rgb, d.tissue_level); }},
       {"rbc", [&] { nuclei::rbc_mask(s.rgb, d.rbc_rg_q8, d.rbc_rb_q8, d.tissue_level); }},
-      {"deconvolve", [&] { nuclei::mask_haem(nuclei::deconvolve(s.rgb, nuclei::stain_weights(0, d.od_max)), st.tissue, st.rbc); }},
+      {"deconvolve",
+       [&] { nuclei::mask_haem(nuclei::deconvolve(s.rgb, nuclei::stain_weights(0, d.od_max)), st.tissue, st.rbc); }},
       {"open", [&] { nuclei::open(st.haem, d.open_radius); }},
       {"reconstruct", [&] { nuclei::threshold_mask(nuclei::reconstruct(st.opened, st.haem), d.threshold); }},
       {"area_threshold", [&] { nuclei::area_threshold(st.candidates, d.min_area, 0); }},
@@ -81,7 +95,8 @@ int ops(int size, int repeat) {
       {"segment (whole)", [&] { nuclei::segment(s.rgb, p); }},
       {"features", [&] { nuclei::features::compute(s.rgb, st.labels, {}); }},
   };
-  for (const auto& step : steps) std::printf("%-20s %8.3f\n", step.name, median_of(repeat, step.run));
+  for (const auto& step : steps)
+    std::printf("%-20s %8.3f\n", step.name, median_of(repeat, step.run));
   return 0;
 }
 
@@ -127,7 +142,8 @@ int overhead(int size, int repeat) {
   }
   const int tile = 1024, halo = 64;
   const std::string json = R"({"version": 1, "stages": {
-    "tiles":    {"op": "io.read_tiles", "params": {"path": ")" + png.string() + R"(", "tile": 1024, "halo": 64}},
+    "tiles":    {"op": "io.read_tiles", "params": {"path": ")" +
+                           png.string() + R"(", "tile": 1024, "halo": 64}},
     "segment":  {"op": "nuclei.segment", "inputs": {"image": "tiles.tile"}, "params": {"mpp": 0.25}},
     "features": {"op": "nuclei.features", "inputs": {"image": "tiles.tile", "labels": "segment.labels"}}
   }})";
@@ -141,16 +157,18 @@ int overhead(int size, int repeat) {
     for (int r0 = 0; r0 < rgb.rows; r0 += tile)
       for (int c0 = 0; c0 < rgb.cols; c0 += tile) {
         const int r1 = std::max(0, r0 - halo), c1 = std::max(0, c0 - halo);
-        const cv::Rect box(c1, r1, std::min(rgb.cols, c0 + tile + halo) - c1, std::min(rgb.rows, r0 + tile + halo) - r1);
+        const cv::Rect box(c1, r1, std::min(rgb.cols, c0 + tile + halo) - c1,
+                           std::min(rgb.rows, r0 + tile + halo) - r1);
         const cv::Mat t = rgb(box);
         const cv::Mat labels = nuclei::segment(t, p);
         rows += nuclei::features::compute(t, labels, {}).nuclei.size();
       }
     return rows;
   };
-  std::printf("# engine overhead on the nuclei workflow: %dx%d image, 1024 tiles + 64 halo, segment + features;\n"
-              "# flowd with 1 CPU worker (no GPU, no model file) vs direct calls on a thread; medians of %d interleaved runs\n",
-              size, size, repeat);
+  std::printf(
+      "# engine overhead on the nuclei workflow: %dx%d image, 1024 tiles + 64 halo, segment + features;\n"
+      "# flowd with 1 CPU worker (no GPU, no model file) vs direct calls on a thread; medians of %d interleaved runs\n",
+      size, size, repeat);
   std::vector<double> dw, fw, dc, fc;
   for (int r = 0; r < repeat + 1; ++r) {
     bench::Timing a;
@@ -179,21 +197,43 @@ int overhead(int size, int repeat) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s ops|quality|overhead [--size N] [--repeat R] [--seeds S]\n", argv[0]);
+    std::fprintf(stderr,
+                 "usage: %s ops|quality|overhead [--size N] [--repeat R] [--seeds S] "
+                 "[--tiles N [--workers W] [--no-command] [--only direct|flowd|command]]\n",
+                 argv[0]);
     return 1;
   }
   const std::string what = argv[1];
-  int size = what == "quality" ? 2048 : 4096, repeat = 3, seeds = 3;
+  int size = 0, repeat = 3, seeds = 3;
+  bench::FolderOptions folder;
+  folder.tiles = 0;
   for (int i = 2; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--size") && i + 1 < argc) size = std::atoi(argv[++i]);
-    else if (!std::strcmp(argv[i], "--repeat") && i + 1 < argc) repeat = std::atoi(argv[++i]);
-    else if (!std::strcmp(argv[i], "--seeds") && i + 1 < argc) seeds = std::atoi(argv[++i]);
+    if (!std::strcmp(argv[i], "--size") && i + 1 < argc)
+      size = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--repeat") && i + 1 < argc)
+      repeat = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--seeds") && i + 1 < argc)
+      seeds = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--tiles") && i + 1 < argc)
+      folder.tiles = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--workers") && i + 1 < argc)
+      folder.workers = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--no-command"))
+      folder.cli = false;
+    else if (!std::strcmp(argv[i], "--only") && i + 1 < argc)
+      folder.only = argv[++i];
     else {
       std::fprintf(stderr, "unknown argument '%s'\n", argv[i]);
       return 1;
     }
   }
+  if (size == 0) size = what == "quality" ? 2048 : folder.tiles > 0 ? 512 : 4096;
   try {
+    if (what == "overhead" && folder.tiles > 0) {
+      folder.size = size;
+      folder.repeat = repeat;
+      return bench::nuclei_folder_overhead(folder);
+    }
     if (what == "ops") return ops(size, repeat);
     if (what == "quality") return quality(size, seeds);
     if (what == "overhead") return overhead(size, repeat);
