@@ -19,11 +19,9 @@ std::int64_t cross(const Pt& o, const Pt& a, const Pt& b) {
   return (a.x - o.x) * (b.y - o.y) - (a.y - o.y) * (b.x - o.x);
 }
 
-// Area of the convex hull of `pts` (Andrew's monotone chain; pts sorted in place).
-double hull_area(std::vector<Pt>& pts) {
-  std::sort(pts.begin(), pts.end(), [](const Pt& a, const Pt& b) { return a.x != b.x ? a.x < b.x : a.y < b.y; });
-  pts.erase(std::unique(pts.begin(), pts.end(), [](const Pt& a, const Pt& b) { return a.x == b.x && a.y == b.y; }),
-            pts.end());
+// Area of the convex hull of `pts`, given sorted by (x, y) without
+// duplicates (Andrew's monotone chain).
+double hull_area(const std::vector<Pt>& pts) {
   if (pts.size() < 3) return 0;
   std::vector<Pt> h(2 * pts.size());
   std::size_t k = 0;
@@ -51,56 +49,78 @@ void check(const cv::Mat& labels, const cv::Mat& haem, const cv::Mat& valid) {
     throw std::invalid_argument("measure_objects: labels, haematoxylin and mask differ in size");
 }
 
-// Nearest object (chessboard distance, up to `radius`) of every pixel that
-// is in no object: two raster passes, exact for the chessboard metric.
-void nearest_object(const cv::Mat& labels, int radius, cv::Mat& dist, cv::Mat& owner) {
+// Adds every ring pixel's haematoxylin to its nearest object (chessboard
+// distance 1..radius, exact with two raster passes; a pixel's distance is
+// final once the backward pass has visited it, so it is counted there).
+void add_rings(const cv::Mat& labels, const cv::Mat& haem, const cv::Mat& valid, int radius,
+               std::vector<std::int64_t>& pixels, std::vector<double>& sums) {
   const int rows = labels.rows, cols = labels.cols;
-  const std::uint16_t far = static_cast<std::uint16_t>(std::min(radius + 1, 65535));
-  dist.create(labels.size(), CV_16U);
-  owner.create(labels.size(), CV_32S);
+  const int far = radius + 1;
+  // Padded by one column on each side so neighbours need no bounds tests.
+  const std::size_t stride = static_cast<std::size_t>(cols) + 2;
+  std::vector<std::uint8_t> dist(stride * static_cast<std::size_t>(rows), static_cast<std::uint8_t>(far));
+  std::vector<std::int32_t> owner(stride * static_cast<std::size_t>(rows), 0);
+  auto at = [&](int y) { return static_cast<std::size_t>(y) * stride + 1; };
   for (int y = 0; y < rows; ++y) {
     const std::int32_t* l = labels.ptr<std::int32_t>(y);
-    std::uint16_t* d = dist.ptr<std::uint16_t>(y);
-    std::int32_t* o = owner.ptr<std::int32_t>(y);
-    for (int x = 0; x < cols; ++x) {
-      d[x] = l[x] > 0 ? 0 : far;
-      o[x] = l[x] > 0 ? l[x] : 0;
-    }
+    std::uint8_t* d = dist.data() + at(y);
+    std::int32_t* o = owner.data() + at(y);
+    for (int x = 0; x < cols; ++x)
+      if (l[x] > 0) {
+        d[x] = 0;
+        o[x] = l[x];
+      }
   }
-  auto relax = [&](std::uint16_t& d, std::int32_t& o, int y, int x) {
-    const std::uint16_t n = dist.ptr<std::uint16_t>(y)[x];
-    if (n + 1 < d) {
-      d = static_cast<std::uint16_t>(n + 1);
-      o = owner.ptr<std::int32_t>(y)[x];
+  auto relax = [](std::uint8_t& d, std::int32_t& o, const std::uint8_t* nd, const std::int32_t* no, int k) {
+    if (nd[k] + 1 < d) {
+      d = static_cast<std::uint8_t>(nd[k] + 1);
+      o = no[k];
     }
   };
   for (int y = 0; y < rows; ++y) {
-    std::uint16_t* d = dist.ptr<std::uint16_t>(y);
-    std::int32_t* o = owner.ptr<std::int32_t>(y);
+    std::uint8_t* d = dist.data() + at(y);
+    std::int32_t* o = owner.data() + at(y);
+    const std::uint8_t* ud = y > 0 ? dist.data() + at(y - 1) : nullptr;
+    const std::int32_t* uo = y > 0 ? owner.data() + at(y - 1) : nullptr;
     for (int x = 0; x < cols; ++x) {
       if (d[x] == 0) continue;
-      if (x > 0) relax(d[x], o[x], y, x - 1);
-      if (y > 0) {
-        if (x > 0) relax(d[x], o[x], y - 1, x - 1);
-        relax(d[x], o[x], y - 1, x);
-        if (x + 1 < cols) relax(d[x], o[x], y - 1, x + 1);
+      relax(d[x], o[x], d, o, x - 1);
+      if (ud) {
+        relax(d[x], o[x], ud, uo, x - 1);
+        relax(d[x], o[x], ud, uo, x);
+        relax(d[x], o[x], ud, uo, x + 1);
       }
     }
   }
   for (int y = rows; y-- > 0;) {
-    std::uint16_t* d = dist.ptr<std::uint16_t>(y);
-    std::int32_t* o = owner.ptr<std::int32_t>(y);
+    std::uint8_t* d = dist.data() + at(y);
+    std::int32_t* o = owner.data() + at(y);
+    const std::uint8_t* bd = y + 1 < rows ? dist.data() + at(y + 1) : nullptr;
+    const std::int32_t* bo = y + 1 < rows ? owner.data() + at(y + 1) : nullptr;
+    const std::uint8_t* h = haem.ptr<std::uint8_t>(y);
+    const std::uint8_t* v = valid.ptr<std::uint8_t>(y);
     for (int x = cols; x-- > 0;) {
       if (d[x] == 0) continue;
-      if (x + 1 < cols) relax(d[x], o[x], y, x + 1);
-      if (y + 1 < rows) {
-        if (x + 1 < cols) relax(d[x], o[x], y + 1, x + 1);
-        relax(d[x], o[x], y + 1, x);
-        if (x > 0) relax(d[x], o[x], y + 1, x - 1);
+      relax(d[x], o[x], d, o, x + 1);
+      if (bd) {
+        relax(d[x], o[x], bd, bo, x + 1);
+        relax(d[x], o[x], bd, bo, x);
+        relax(d[x], o[x], bd, bo, x - 1);
+      }
+      if (d[x] <= radius && v[x] && o[x] > 0) {
+        const auto i = static_cast<std::size_t>(o[x]);
+        ++pixels[i];
+        sums[i] += h[x];
       }
     }
   }
 }
+
+// One horizontal run of an object's pixels.
+struct Run {
+  std::int32_t label;
+  int y, x0, x1;  // pixels x0..x1 inclusive
+};
 
 }  // namespace
 
@@ -119,79 +139,100 @@ cv::Mat valid_tissue(const cv::Mat& tissue, const cv::Mat& rbc) {
 std::vector<ObjectMeasures> measure_objects(const cv::Mat& labels, const cv::Mat& haem, const cv::Mat& valid,
                                             int ring_radius) {
   check(labels, haem, valid);
+  if (ring_radius > 254) throw std::invalid_argument("measure_objects: ring radius above 254 pixels");
   const int rows = labels.rows, cols = labels.cols;
-  std::int32_t top = 0;
-  for (int y = 0; y < rows; ++y) {
-    const std::int32_t* l = labels.ptr<std::int32_t>(y);
-    for (int x = 0; x < cols; ++x)
-      top = std::max(top, l[x]);
-  }
-  const std::size_t n = static_cast<std::size_t>(top) + 1;
-  std::vector<ObjectMeasures> m(n);
-  std::vector<double> inside(n, 0.0), ring(n, 0.0);
-  std::vector<int> ymin(n, std::numeric_limits<int>::max()), ymax(n, -1);
+  // One pass: area, haematoxylin sum and the runs of every object.
+  std::vector<Run> runs;
+  std::vector<double> inside(1, 0.0);
+  std::vector<std::int64_t> area(1, 0);
   for (int y = 0; y < rows; ++y) {
     const std::int32_t* l = labels.ptr<std::int32_t>(y);
     const std::uint8_t* h = haem.ptr<std::uint8_t>(y);
-    for (int x = 0; x < cols; ++x) {
-      if (l[x] <= 0) continue;
-      const auto i = static_cast<std::size_t>(l[x]);
-      ++m[i].area;
-      inside[i] += h[x];
-      ymin[i] = std::min(ymin[i], y);
-      ymax[i] = y;
+    for (int x = 0; x < cols;) {
+      const std::int32_t v = l[x];
+      if (v <= 0) {
+        ++x;
+        continue;
+      }
+      const int x0 = x;
+      std::uint32_t sum = 0;
+      for (; x < cols && l[x] == v; ++x) sum += h[x];
+      const auto i = static_cast<std::size_t>(v);
+      if (i >= area.size()) {
+        area.resize(i + 1, 0);
+        inside.resize(i + 1, 0.0);
+      }
+      area[i] += x - x0;
+      inside[i] += sum;
+      runs.push_back({v, y, x0, x - 1});
     }
   }
-  // Row extents of every object: the hull of the extents' pixel corners is
-  // the hull of the object's pixel squares.
+  const std::size_t n = area.size();
+  std::vector<ObjectMeasures> m(n);
+  // Runs grouped by object (counting sort), each group in raster order.
   std::vector<std::size_t> first(n + 1, 0);
-  for (std::size_t i = 0; i < n; ++i)
-    first[i + 1] = first[i] + (ymax[i] >= 0 ? static_cast<std::size_t>(ymax[i] - ymin[i] + 1) : 0);
-  std::vector<int> xlo(first[n], std::numeric_limits<int>::max()), xhi(first[n], -1);
-  for (int y = 0; y < rows; ++y) {
-    const std::int32_t* l = labels.ptr<std::int32_t>(y);
-    for (int x = 0; x < cols; ++x) {
-      if (l[x] <= 0) continue;
-      const auto i = static_cast<std::size_t>(l[x]);
-      const std::size_t r = first[i] + static_cast<std::size_t>(y - ymin[i]);
-      xlo[r] = std::min(xlo[r], x);
-      xhi[r] = x;
-    }
+  for (const Run& r : runs) ++first[static_cast<std::size_t>(r.label) + 1];
+  for (std::size_t i = 0; i < n; ++i) first[i + 1] += first[i];
+  std::vector<Run> grouped(runs.size());
+  {
+    std::vector<std::size_t> next(first.begin(), first.end() - 1);
+    for (const Run& r : runs) grouped[next[static_cast<std::size_t>(r.label)]++] = r;
   }
+  // The hull of the object's pixel squares is the hull of the extreme
+  // corners on each horizontal grid line, which come out sorted by (y, x).
   std::vector<Pt> pts;
   for (std::size_t i = 1; i < n; ++i) {
-    if (m[i].area == 0) continue;
+    if (area[i] == 0) continue;
     pts.clear();
-    for (std::size_t r = first[i]; r < first[i + 1]; ++r) {
-      if (xhi[r] < 0) continue;
-      const std::int64_t y = ymin[i] + static_cast<std::int64_t>(r - first[i]);
-      pts.push_back({xlo[r], y});
-      pts.push_back({xlo[r], y + 1});
-      pts.push_back({xhi[r] + 1, y});
-      pts.push_back({xhi[r] + 1, y + 1});
-    }
-    m[i].hull_area = hull_area(pts);
-    m[i].inside_mean = inside[i] / static_cast<double>(m[i].area);
-  }
-
-  if (ring_radius > 0) {
-    cv::Mat dist, owner;
-    nearest_object(labels, ring_radius, dist, owner);
-    for (int y = 0; y < rows; ++y) {
-      const std::uint16_t* d = dist.ptr<std::uint16_t>(y);
-      const std::int32_t* o = owner.ptr<std::int32_t>(y);
-      const std::uint8_t* h = haem.ptr<std::uint8_t>(y);
-      const std::uint8_t* v = valid.ptr<std::uint8_t>(y);
-      for (int x = 0; x < cols; ++x) {
-        if (d[x] == 0 || d[x] > ring_radius || !v[x] || o[x] <= 0) continue;
-        const auto i = static_cast<std::size_t>(o[x]);
-        ++m[i].ring_pixels;
-        ring[i] += h[x];
+    int y = -1, lo = 0, hi = 0;  // the current row's extent
+    int prev_lo = 0, prev_hi = 0;
+    bool have_prev = false;
+    // Stored as (y, x) so that Pt's (first, second) order is (y, x).
+    auto line = [&](int gy, int a, int b) {
+      pts.push_back({gy, a});
+      pts.push_back({gy, b});
+    };
+    auto close_row = [&]() {
+      // Grid line y: the top corners of row y and the bottom ones of row y-1.
+      if (have_prev) line(y, std::min(lo, prev_lo), std::max(hi, prev_hi) + 1);
+      else line(y, lo, hi + 1);
+      prev_lo = lo;
+      prev_hi = hi;
+      have_prev = true;
+    };
+    for (std::size_t k = first[i]; k < first[i + 1]; ++k) {
+      const Run& r = grouped[k];
+      if (r.y != y) {
+        if (y >= 0) {
+          close_row();
+          if (r.y != y + 1) {  // cannot happen for a connected object, but stay exact
+            line(y + 1, prev_lo, prev_hi + 1);
+            have_prev = false;
+          }
+        }
+        y = r.y;
+        lo = r.x0;
+        hi = r.x1;
+      } else {
+        lo = std::min(lo, r.x0);
+        hi = std::max(hi, r.x1);
       }
     }
+    close_row();
+    line(y + 1, lo, hi + 1);
+    m[i].area = area[i];
+    m[i].hull_area = hull_area(pts);
+    m[i].inside_mean = inside[i] / static_cast<double>(area[i]);
   }
-  for (std::size_t i = 1; i < n; ++i)
-    m[i].ring_mean = m[i].ring_pixels > 0 ? ring[i] / static_cast<double>(m[i].ring_pixels) : 0.0;
+  if (ring_radius > 0) {
+    std::vector<std::int64_t> pixels(n, 0);
+    std::vector<double> sums(n, 0.0);
+    add_rings(labels, haem, valid, ring_radius, pixels, sums);
+    for (std::size_t i = 1; i < n; ++i) {
+      m[i].ring_pixels = pixels[i];
+      m[i].ring_mean = pixels[i] > 0 ? sums[i] / static_cast<double>(pixels[i]) : 0.0;
+    }
+  }
   return m;
 }
 

@@ -87,3 +87,35 @@ TEST(NucleiSelect, RefusesMismatchedInputs) {
   EXPECT_THROW(fn::measure_objects(labels, haem, valid, 2), std::invalid_argument);
   EXPECT_THROW(fn::measure_objects(cv::Mat(10, 10, CV_8U), valid, valid, 2), std::invalid_argument);
 }
+
+TEST(NucleiSelect, HullAreaMatchesOpenCVOnRandomBlobs) {
+  cv::RNG rng(7);
+  cv::Mat labels = labels_of(200, 200), haem(200, 200, CV_8U, cv::Scalar(10));
+  for (int i = 1; i <= 12; ++i) {
+    const cv::Point c{rng.uniform(20, 180), rng.uniform(20, 180)};
+    // Unions of random ellipses and bars: convex and non-convex shapes.
+    cv::Mat one = cv::Mat::zeros(200, 200, CV_8U);
+    for (int k = 0; k < 3; ++k)
+      cv::ellipse(one, c + cv::Point(rng.uniform(-8, 9), rng.uniform(-8, 9)),
+                  {rng.uniform(2, 12), rng.uniform(2, 12)}, rng.uniform(0, 180), 0, 360, cv::Scalar(255), cv::FILLED);
+    labels.setTo(cv::Scalar(i), one);
+  }
+  const cv::Mat valid(200, 200, CV_8U, cv::Scalar(255));
+  const auto m = fn::measure_objects(labels, haem, valid, 3);
+  int checked = 0;
+  for (std::size_t i = 1; i < m.size(); ++i) {
+    std::vector<cv::Point> corners;
+    for (int y = 0; y < labels.rows; ++y)
+      for (int x = 0; x < labels.cols; ++x)
+        if (labels.at<std::int32_t>(y, x) == static_cast<int>(i))
+          for (const cv::Point d : {cv::Point(0, 0), cv::Point(1, 0), cv::Point(0, 1), cv::Point(1, 1)})
+            corners.push_back(cv::Point(x, y) + d);
+    if (corners.empty()) continue;
+    std::vector<cv::Point> hull;
+    cv::convexHull(corners, hull);
+    EXPECT_DOUBLE_EQ(m[i].hull_area, cv::contourArea(hull)) << "object " << i;
+    EXPECT_EQ(m[i].area, static_cast<std::int64_t>(corners.size() / 4)) << "object " << i;
+    ++checked;
+  }
+  EXPECT_GE(checked, 8);
+}
