@@ -8,6 +8,7 @@
 #include "flowd/version.hpp"
 #include "h5.hpp"
 #include "util/exceptions.hpp"
+#include "util/malloc_tuning.hpp"
 
 namespace {
 
@@ -37,6 +38,7 @@ Documentation: docs/cli.md, docs/workflow-format.md, docs/plugin-sdk.md, docs/se
 
 int main(int argc, char** argv) {
   using namespace flowd::cli;
+  flowd::tune_malloc_for_tiles();   // before anything allocates much (malloc_tuning.hpp says why)
   flowd::h5::no_cleanup_at_exit();  // before any HDF5 call (h5.hpp says why)
   std::vector<std::string> all(argv, argv + argc);
   if (argc < 2) {

@@ -1,10 +1,9 @@
 #include "cli/signals.hpp"
 
-#include <signal.h>
-#include <unistd.h>
-
 #include <cstdio>
 #include <ctime>
+#include <signal.h>
+#include <unistd.h>
 
 #include "cli/exit_codes.hpp"
 
@@ -20,6 +19,7 @@ SignalWatch::SignalWatch() {
     const timespec tick{0, 100'000'000};
     while (!done_.load()) {
       const int sig = sigtimedwait(&set, nullptr, &tick);
+      if (done_.load()) break;  // woken by the destructor (or a signal as the command ends)
       if (sig != SIGINT && sig != SIGTERM) continue;
       if (interrupted_.exchange(true)) {
         static const char msg[] = "\nflowd: second interrupt, exiting now (temporary .flowd-tmp files may remain)\n";
@@ -32,7 +32,11 @@ SignalWatch::SignalWatch() {
 
 SignalWatch::~SignalWatch() {
   done_ = true;
-  if (thread_.joinable()) thread_.join();
+  if (!thread_.joinable()) return;
+  // Woken now rather than at its next tick: every command waited up to 100 ms
+  // for it at the end.
+  pthread_kill(thread_.native_handle(), SIGTERM);
+  thread_.join();
 }
 
 }  // namespace flowd::cli

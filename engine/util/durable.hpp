@@ -13,6 +13,9 @@
 // checked (sync_file_range waiting on its pages reports them without another
 // flush), so a failure names the file; if syncfs itself fails, every file of
 // that filesystem is fsync'ed to find out which of them, if any, is lost.
+// The price: syncfs also writes what other programs left dirty on that
+// filesystem, so a commit beside a program writing gigabytes waits for them
+// (the kernel would write them within 30 s anyway).
 #include <filesystem>
 #include <optional>
 #include <span>

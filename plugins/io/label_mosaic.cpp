@@ -21,37 +21,49 @@ void LabelMosaic::add(int order, const cv::Mat& labels, const Box& bbox, const s
                 std::to_string(cols_) + " image");
   // Centroids in tile coordinates: the ownership test must use exactly the
   // rule a features stage applies to the same tile (mean pixel position, core
-  // half-open), so a table row exists for each pasted object.
-  std::int32_t max_label = 0;
+  // half-open), so a table row exists for each pasted object. A core that
+  // holds the whole tile (a tile that is the whole image, or no core) owns
+  // every object: a centroid lies within its object's pixels.
+  const bool owns_all = !core || (core->origin[0] <= bbox.origin[0] && core->origin[1] <= bbox.origin[1] &&
+                                  core->origin[0] + core->extent[0] >= bbox.origin[0] + bbox.extent[0] &&
+                                  core->origin[1] + core->extent[1] >= bbox.origin[1] + bbox.extent[1]);
+  // One pass: pixel counts (and coordinate sums, exact in 64 bits) by label.
+  std::vector<std::int64_t> n, sr, sc;
   for (int r = 0; r < labels.rows; ++r) {
     const auto* row = labels.ptr<std::int32_t>(r);
-    for (int c = 0; c < labels.cols; ++c) max_label = std::max(max_label, row[c]);
-  }
-  std::vector<double> sr(static_cast<std::size_t>(max_label) + 1), sc(sr.size()), n(sr.size());
-  for (int r = 0; r < labels.rows; ++r) {
-    const auto* row = labels.ptr<std::int32_t>(r);
-    for (int c = 0; c < labels.cols; ++c)
-      if (row[c] > 0) {
-        const auto l = static_cast<std::size_t>(row[c]);
-        sr[l] += r, sc[l] += c, n[l] += 1;
+    for (int c = 0; c < labels.cols; ++c) {
+      const std::int32_t l = row[c];
+      if (l <= 0) continue;
+      const auto i = static_cast<std::size_t>(l);
+      if (i >= n.size()) {
+        n.resize(i + 1 + n.size() / 2);
+        if (!owns_all) sr.resize(n.size()), sc.resize(n.size());
       }
+      ++n[i];
+      if (!owns_all) sr[i] += r, sc[i] += c;
+    }
   }
-  Tile t{order, labels, bbox, std::vector<std::int32_t>(sr.size(), 0)};
-  for (std::size_t l = 1; l < sr.size(); ++l) {
+  Tile t{order, labels, bbox, std::vector<std::int32_t>(n.size(), 0)};
+  for (std::size_t l = 1; l < n.size(); ++l) {
     if (n[l] == 0) continue;
-    const double cr = static_cast<double>(bbox.origin[0]) + sr[l] / n[l];
-    const double cc = static_cast<double>(bbox.origin[1]) + sc[l] / n[l];
-    t.owned[l] = !core || (cr >= static_cast<double>(core->origin[0]) &&
-                           cr < static_cast<double>(core->origin[0] + core->extent[0]) &&
-                           cc >= static_cast<double>(core->origin[1]) &&
-                           cc < static_cast<double>(core->origin[1] + core->extent[1]));
+    if (owns_all) {
+      t.owned[l] = 1;
+      continue;
+    }
+    const double count = static_cast<double>(n[l]);
+    const double cr = static_cast<double>(bbox.origin[0]) + static_cast<double>(sr[l]) / count;
+    const double cc = static_cast<double>(bbox.origin[1]) + static_cast<double>(sc[l]) / count;
+    t.owned[l] =
+        cr >= static_cast<double>(core->origin[0]) && cr < static_cast<double>(core->origin[0] + core->extent[0]) &&
+        cc >= static_cast<double>(core->origin[1]) && cc < static_cast<double>(core->origin[1] + core->extent[1]);
   }
   tiles_.push_back(std::move(t));
 }
 
 cv::Mat LabelMosaic::assemble(int* objects) const {
   std::vector<const Tile*> order;
-  for (const auto& t : tiles_) order.push_back(&t);
+  for (const auto& t : tiles_)
+    order.push_back(&t);
   std::sort(order.begin(), order.end(), [](const Tile* a, const Tile* b) { return a->order < b->order; });
   cv::Mat out = cv::Mat::zeros(rows_, cols_, CV_32S);
   std::int32_t next = 0;
@@ -74,7 +86,8 @@ cv::Mat LabelMosaic::assemble(int* objects) const {
 }
 
 namespace {
-template <class T> void paint(cv::Mat& rgb, const cv::Mat& labels, const cv::Scalar& colour) {
+template <class T>
+void paint(cv::Mat& rgb, const cv::Mat& labels, const cv::Scalar& colour) {
   const T v[3] = {cv::saturate_cast<T>(colour[0]), cv::saturate_cast<T>(colour[1]), cv::saturate_cast<T>(colour[2])};
   for (int r = 0; r < labels.rows; ++r) {
     const auto* mid = labels.ptr<std::int32_t>(r);
@@ -96,9 +109,12 @@ template <class T> void paint(cv::Mat& rgb, const cv::Mat& labels, const cv::Sca
 void draw_contours(cv::Mat& rgb, const cv::Mat& labels, const cv::Scalar& colour) {
   if (rgb.size() != labels.size() || labels.type() != CV_32S || rgb.channels() != 3)
     throw Error("draw_contours: an RGB image and i32 labels of the same size are needed");
-  if (rgb.depth() == CV_8U) paint<std::uint8_t>(rgb, labels, colour);
-  else if (rgb.depth() == CV_16U) paint<std::uint16_t>(rgb, labels, colour * 257.0);
-  else throw Error("draw_contours: the image must be u8 or u16");
+  if (rgb.depth() == CV_8U)
+    paint<std::uint8_t>(rgb, labels, colour);
+  else if (rgb.depth() == CV_16U)
+    paint<std::uint16_t>(rgb, labels, colour * 257.0);
+  else
+    throw Error("draw_contours: the image must be u8 or u16");
 }
 
 }  // namespace flowd::io

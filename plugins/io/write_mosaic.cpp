@@ -40,7 +40,9 @@ Placement place(const Item& item, const Array& labels) {
 cv::Scalar parse_colour(const std::string& hex) {
   if (hex.size() != 7 || hex[0] != '#' || hex.find_first_not_of("0123456789abcdefABCDEF", 1) != std::string::npos)
     throw ParamError("overlay_color", "expected #rrggbb, got '" + hex + "'");
-  const auto channel = [&](int i) { return std::stoi(hex.substr(1 + 2 * static_cast<std::size_t>(i), 2), nullptr, 16); };
+  const auto channel = [&](int i) {
+    return std::stoi(hex.substr(1 + 2 * static_cast<std::size_t>(i), 2), nullptr, 16);
+  };
   return {static_cast<double>(channel(0)), static_cast<double>(channel(1)), static_cast<double>(channel(2))};
 }
 
@@ -55,10 +57,11 @@ std::vector<std::uint8_t> png(const cv::Mat& m, const std::filesystem::path& tar
 OperatorSpec WriteMosaic::spec() {
   OperatorSpec s;
   s.name = "io.write_mosaic";
-  s.doc = "Assembles the instance labels of an image's tiles into one 16-bit label PNG per image (each object "
-          "counted once: a tile owns the objects whose centroid lies in its core and pastes them whole), and "
-          "optionally the image with the objects' contours drawn on it. Images are written as soon as all "
-          "their tiles are in; files appear only when the run succeeds";
+  s.doc =
+      "Assembles the instance labels of an image's tiles into one 16-bit label PNG per image (each object "
+      "counted once: a tile owns the objects whose centroid lies in its core and pastes them whole), and "
+      "optionally the image with the objects' contours drawn on it. Images are written as soon as all "
+      "their tiles are in; files appear only when the run succeeds";
   s.inputs = {{"labels", "array<i32,2>", "instance labels of a tile (0 = background), with the tile's bbox/core"},
               {"image", "array<u8|u16,3>", "the RGB tile, for the overlay (joined by key)", true}};
   s.params = {
@@ -89,7 +92,8 @@ void WriteMosaic::consume(SinkContext& ctx) {
   if (overlay && !ctx.has_input("image"))
     throw Error("item '" + item.meta.key + "': overlay_dir is set but the `image` input is not connected");
   if (done_.count(p.image))
-    throw Error("item '" + item.meta.key + "': image '" + p.image + "' was already written; two sources give "
+    throw Error("item '" + item.meta.key + "': image '" + p.image +
+                "' was already written; two sources give "
                 "images of the same name?");
   auto it = pending_.find(p.image);
   if (it == pending_.end()) {
@@ -101,28 +105,40 @@ void WriteMosaic::consume(SinkContext& ctx) {
     it = pending_.emplace(p.image, std::move(fresh)).first;
   }
   Pending& pend = it->second;
-  // A copy: the item (and the array it views) is released after consume().
-  pend.labels.add(p.order, as_mat(labels).clone(), p.bbox, item.meta.core);
-  if (overlay) {
-    const Item& img_item = ctx.input("image");
-    const Array img = img_item.array().contiguous();
-    if (img.shape(0) != labels.shape(0) || img.shape(1) != labels.shape(1))
-      throw Error("item '" + item.meta.key + "': image " + img.describe() + " and labels " + labels.describe() +
-                  " differ in size");
-    // Only the core: the halo belongs to (and is written by) the neighbours.
-    const Box core = item.meta.core ? *item.meta.core : p.bbox;
-    const cv::Rect from(static_cast<int>(core.origin[1] - p.bbox.origin[1]),
-                        static_cast<int>(core.origin[0] - p.bbox.origin[0]), static_cast<int>(core.extent[1]),
-                        static_cast<int>(core.extent[0]));
-    const cv::Rect to(static_cast<int>(core.origin[1]), static_cast<int>(core.origin[0]), from.width, from.height);
-    const cv::Mat src = as_mat(img);
-    if (src.type() != pend.rgb.type()) throw Error("item '" + item.meta.key + "': tiles of one image differ in type");
-    src(from).copyTo(pend.rgb(to));
+  // The tile that completes its image (the only one, for an image that is
+  // one tile) is assembled before consume() returns: a view of the item does.
+  // Others wait for their image's last tile: a copy, as the item (and the
+  // array it views) is released after consume().
+  const bool completes = pend.labels.received() + 1 == pend.labels.expected();
+  pend.labels.add(p.order, completes ? as_mat(labels) : as_mat(labels).clone(), p.bbox, item.meta.core);
+  if (!completes) {
+    if (overlay) paste_core(pend, item, labels, p.bbox, ctx);
+    return;
   }
-  if (pend.labels.complete()) {
+  try {
+    if (overlay) paste_core(pend, item, labels, p.bbox, ctx);
     write(p.image, pend, ctx);
-    pending_.erase(it);
+  } catch (...) {
+    pending_.erase(it);  // it views this item: never kept past consume()
+    throw;
   }
+  pending_.erase(it);
+}
+
+void WriteMosaic::paste_core(Pending& pend, const Item& item, const Array& labels, const Box& bbox, SinkContext& ctx) {
+  const Array img = ctx.input("image").array().contiguous();
+  if (img.shape(0) != labels.shape(0) || img.shape(1) != labels.shape(1))
+    throw Error("item '" + item.meta.key + "': image " + img.describe() + " and labels " + labels.describe() +
+                " differ in size");
+  // Only the core: the halo belongs to (and is written by) the neighbours.
+  const Box core = item.meta.core ? *item.meta.core : bbox;
+  const cv::Rect from(static_cast<int>(core.origin[1] - bbox.origin[1]),
+                      static_cast<int>(core.origin[0] - bbox.origin[0]), static_cast<int>(core.extent[1]),
+                      static_cast<int>(core.extent[0]));
+  const cv::Rect to(static_cast<int>(core.origin[1]), static_cast<int>(core.origin[0]), from.width, from.height);
+  const cv::Mat src = as_mat(img);
+  if (src.type() != pend.rgb.type()) throw Error("item '" + item.meta.key + "': tiles of one image differ in type");
+  src(from).copyTo(pend.rgb(to));
 }
 
 void WriteMosaic::write(const std::string& image, Pending& p, SinkContext& ctx) {

@@ -28,6 +28,8 @@ private:
     cv::Mat rgb;  // the cores of the image's tiles, when an overlay is written
   };
   void write(const std::string& image, Pending& p, SinkContext& ctx);
+  // The core of the item's `image` input into the image's overlay.
+  static void paste_core(Pending& pend, const Item& item, const Array& labels, const Box& bbox, SinkContext& ctx);
 
   std::filesystem::path labels_dir_, overlay_dir_;
   cv::Scalar colour_;

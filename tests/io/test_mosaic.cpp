@@ -2,6 +2,7 @@
 // borders are neither lost nor doubled, whatever order tiles arrive in.
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <random>
 
 #include <opencv2/imgcodecs.hpp>
@@ -96,10 +97,33 @@ TEST(LabelMosaic, TheResultDoesNotDependOnArrivalOrder) {
     auto shuffled = tiles;
     std::shuffle(shuffled.begin(), shuffled.end(), std::mt19937(seed));
     io::LabelMosaic m("img", global.rows, global.cols, static_cast<int>(tiles.size()));
-    for (const auto& t : shuffled) m.add(t.order, t.labels, t.bbox, t.core);
+    for (const auto& t : shuffled)
+      m.add(t.order, t.labels, t.bbox, t.core);
     const cv::Mat out = m.assemble();
-    if (first.empty()) first = out;
-    else EXPECT_EQ(cv::countNonZero(out != first), 0) << "seed " << seed;
+    if (first.empty())
+      first = out;
+    else
+      EXPECT_EQ(cv::countNonZero(out != first), 0) << "seed " << seed;
+  }
+}
+
+// A tile that is the whole image (a folder of small tiles): every object is
+// its own, numbered in the order of its local labels, with or without a core.
+TEST(LabelMosaic, ATileThatIsTheWholeImageOwnsEveryObject) {
+  cv::Mat labels = cv::Mat::zeros(40, 50, CV_32S);
+  cv::rectangle(labels, cv::Rect(0, 0, 6, 5), cv::Scalar(9), cv::FILLED);  // on two borders
+  cv::rectangle(labels, cv::Rect(20, 10, 8, 8), cv::Scalar(2), cv::FILLED);
+  cv::rectangle(labels, cv::Rect(44, 30, 6, 10), cv::Scalar(5), cv::FILLED);  // the far corner
+  for (const std::optional<Box>& core : {std::optional<Box>(Box::make2d(0, 0, 40, 50)), std::optional<Box>()}) {
+    io::LabelMosaic m("img", 40, 50, 1);
+    m.add(0, labels, Box::make2d(0, 0, 40, 50), core);
+    int objects = 0;
+    const cv::Mat out = m.assemble(&objects);
+    EXPECT_EQ(objects, 3);
+    EXPECT_EQ(out.at<int>(0, 0), 3);
+    EXPECT_EQ(out.at<int>(12, 22), 1);
+    EXPECT_EQ(out.at<int>(39, 49), 2);
+    EXPECT_EQ(cv::countNonZero(out), cv::countNonZero(labels));
   }
 }
 
@@ -118,11 +142,11 @@ TEST(LabelMosaic, ContoursOutlineEveryObject) {
   cv::rectangle(labels, cv::Rect(8, 2, 6, 6), cv::Scalar(2), cv::FILLED);  // touches object 1
   cv::Mat rgb(20, 20, CV_8UC3, cv::Scalar(10, 10, 10));
   io::draw_contours(rgb, labels, cv::Scalar(0, 255, 0));
-  EXPECT_EQ(rgb.at<cv::Vec3b>(2, 2), cv::Vec3b(0, 255, 0));    // corner of 1
-  EXPECT_EQ(rgb.at<cv::Vec3b>(4, 7), cv::Vec3b(0, 255, 0));    // 1's side facing 2
-  EXPECT_EQ(rgb.at<cv::Vec3b>(4, 8), cv::Vec3b(0, 255, 0));    // 2's side facing 1
-  EXPECT_EQ(rgb.at<cv::Vec3b>(4, 4), cv::Vec3b(10, 10, 10));   // interior
-  EXPECT_EQ(rgb.at<cv::Vec3b>(15, 15), cv::Vec3b(10, 10, 10)); // background
+  EXPECT_EQ(rgb.at<cv::Vec3b>(2, 2), cv::Vec3b(0, 255, 0));     // corner of 1
+  EXPECT_EQ(rgb.at<cv::Vec3b>(4, 7), cv::Vec3b(0, 255, 0));     // 1's side facing 2
+  EXPECT_EQ(rgb.at<cv::Vec3b>(4, 8), cv::Vec3b(0, 255, 0));     // 2's side facing 1
+  EXPECT_EQ(rgb.at<cv::Vec3b>(4, 4), cv::Vec3b(10, 10, 10));    // interior
+  EXPECT_EQ(rgb.at<cv::Vec3b>(15, 15), cv::Vec3b(10, 10, 10));  // background
 }
 
 // The sink in a run: tiles with a halo, thresholded and labelled per tile,
@@ -131,12 +155,14 @@ TEST(WriteMosaic, TiledLabellingEqualsWholeImageLabelling) {
   const auto dir = test::scratch();
   const std::string input = "synthetic:blobs?width=700&height=520&count=2&seed=4";
   const std::string json = R"({"version": 1, "stages": {
-    "tiles": {"op": "io.read_tiles", "params": {"path": ")" + input + R"(", "tile": 128, "halo": 64}},
+    "tiles": {"op": "io.read_tiles", "params": {"path": ")" +
+                           input + R"(", "tile": 128, "halo": 64}},
     "grey":  {"op": "image.grey", "inputs": {"image": "tiles.tile"}},
     "mask":  {"op": "image.threshold", "inputs": {"image": "grey.image"}, "params": {"method": "fixed", "level": 150, "invert": true}},
     "label": {"op": "image.label", "inputs": {"mask": "mask.mask"}},
     "write": {"op": "io.write_mosaic", "inputs": {"labels": "label.labels", "image": "tiles.tile"},
-              "params": {"labels_dir": ")" + (dir / "labels").string() + R"(", "overlay_dir": ")" + (dir / "overlay").string() + R"("}}
+              "params": {"labels_dir": ")" +
+                           (dir / "labels").string() + R"(", "overlay_dir": ")" + (dir / "overlay").string() + R"("}}
   }})";
   const auto report = test::run(json);
   ASSERT_EQ(report.status, RunStatus::succeeded) << report.error;
@@ -159,6 +185,25 @@ TEST(WriteMosaic, TiledLabellingEqualsWholeImageLabelling) {
   }
 }
 
+// An image that cannot be written fails its item once; the sink keeps
+// nothing of it (the tile it completed is gone after consume), so the commit
+// neither writes it nor tries again.
+TEST(WriteMosaic, AnImageThatCannotBeWrittenFailsItsItemAndIsNotRetriedAtTheCommit) {
+  const auto dir = test::scratch();
+  auto w = harness("io.write_mosaic", {{"labels_dir", (dir / "labels").string()}});
+  cv::Mat many(300, 300, CV_32S);  // 90,000 objects: more than a 16-bit image holds
+  for (int i = 0; i < many.rows * many.cols; ++i)
+    many.at<int>(i / many.cols, i % many.cols) = i + 1;
+  const auto err = error_of([&] { w.consume({array_item("crowded", from_mat(many))}); });
+  EXPECT_NE(err.find("image 'crowded': 90000 objects do not fit a 16-bit label image"), std::string::npos) << err;
+  cv::Mat few = cv::Mat::zeros(30, 30, CV_32S);
+  cv::rectangle(few, cv::Rect(5, 5, 4, 4), cv::Scalar(1), cv::FILLED);
+  w.consume({array_item("fine", from_mat(few))});
+  EXPECT_NO_THROW(w.commit());
+  EXPECT_TRUE(fs::exists(dir / "labels" / "fine.png"));
+  EXPECT_FALSE(fs::exists(dir / "labels" / "crowded.png"));
+}
+
 TEST(WriteMosaic, AnOverlayNeedsTheImageInput) {
   const auto dir = test::scratch();
   const std::string json = R"({"version": 1, "stages": {
@@ -167,12 +212,14 @@ TEST(WriteMosaic, AnOverlayNeedsTheImageInput) {
     "mask":  {"op": "image.threshold", "inputs": {"image": "grey.image"}},
     "label": {"op": "image.label", "inputs": {"mask": "mask.mask"}},
     "write": {"op": "io.write_mosaic", "inputs": {"labels": "label.labels"},
-              "params": {"labels_dir": ")" + (dir / "l").string() + R"(", "overlay_dir": ")" + (dir / "o").string() + R"("}}
+              "params": {"labels_dir": ")" +
+                           (dir / "l").string() + R"(", "overlay_dir": ")" + (dir / "o").string() + R"("}}
   }})";
   const auto report = test::run(json);
   EXPECT_EQ(report.status, RunStatus::failed);
   ASSERT_FALSE(report.failures.empty());
-  EXPECT_NE(report.failures[0].message.find("overlay_dir is set but the `image` input is not connected"), std::string::npos)
+  EXPECT_NE(report.failures[0].message.find("overlay_dir is set but the `image` input is not connected"),
+            std::string::npos)
       << report.failures[0].describe();
   EXPECT_FALSE(fs::exists(dir / "l" / "blobs-0.png"));
 }
