@@ -11,6 +11,8 @@
 //   tile <name> <ms>          (one per tile: its median of segment())
 //   segment_median_ms <value>
 // for scripts. Exit 1 on a bad argument, 2 on a folder or image it cannot use.
+// Runs with the allocator settings of the flowd command (util/malloc_tuning),
+// so image-sized buffers are reused between tiles as in a flowd worker.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -26,6 +28,7 @@
 
 #include "bench_common.hpp"
 #include "segment/pipeline.hpp"
+#include "util/malloc_tuning.hpp"
 
 namespace fs = std::filesystem;
 using namespace flowd;
@@ -144,6 +147,7 @@ int run(const fs::path& dir, int repeat) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  flowd::tune_malloc_for_tiles();
   std::string images;
   int repeat = 5;
   for (int i = 1; i < argc; ++i) {
