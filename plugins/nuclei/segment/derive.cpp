@@ -97,8 +97,9 @@ Derived derive_sizes(double mpp, const SegmentParams& p) {
 }
 
 Derived derive(const cv::Mat& haem, const cv::Mat& tissue, const cv::Mat& rbc, const SegmentParams& p) {
-  Derived d = derive_sizes(p.mpp > 0 ? p.mpp : estimate_mpp(haem, tissue, rbc, p), p);
-  derive_levels(d, haem_levels(haem, tissue, rbc), p);
+  const HaemLevels levels = haem_levels(haem, tissue, rbc);
+  Derived d = derive_sizes(p.mpp > 0 ? p.mpp : estimate_mpp(haem, tissue, rbc, p, &levels), p);
+  derive_levels(d, levels, p);
   return d;
 }
 

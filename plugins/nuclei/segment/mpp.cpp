@@ -61,11 +61,13 @@ float median_radius(const cv::Mat& h, const cv::Mat& valid, const HaemLevels& le
 
 }  // namespace
 
-double estimate_mpp(const cv::Mat& haem, const cv::Mat& tissue, const cv::Mat& rbc, const SegmentParams& p) {
+double estimate_mpp(const cv::Mat& haem, const cv::Mat& tissue, const cv::Mat& rbc, const SegmentParams& p,
+                    const HaemLevels* whole) {
   const int cw = std::min(crop, haem.cols), ch = std::min(crop, haem.rows);
   const cv::Rect roi((haem.cols - cw) / 2, (haem.rows - ch) / 2, cw, ch);
   const cv::Mat h = haem(roi), valid = valid_tissue(tissue(roi), rbc(roi));
-  const HaemLevels levels = haem_levels(h, tissue(roi), rbc(roi));
+  const bool all = cw == haem.cols && ch == haem.rows;
+  const HaemLevels levels = all && whole ? *whole : haem_levels(h, tissue(roi), rbc(roi));
   // Nuclei are 10-40 px across at 40x and 20x, so the estimate works on
   // 2x2-binned pixels (a quarter of the work) and goes back to full
   // resolution when the objects come out too small to measure there, or

@@ -87,7 +87,11 @@ cv::Mat segment(const cv::Mat& rgb, const SegmentParams& p, Stages* stages = nul
 double estimate_mpp(const cv::Mat& rgb, const SegmentParams& p = {});
 // The same from the masked haematoxylin channel (mask_haem) and the masks,
 // which the pipeline computes anyway.
-double estimate_mpp(const cv::Mat& haem, const cv::Mat& tissue, const cv::Mat& rbc, const SegmentParams& p);
+// `whole`: the levels of the whole tile when the caller has them (used when
+// the tile is no larger than the crop).
+struct HaemLevels;
+double estimate_mpp(const cv::Mat& haem, const cv::Mat& tissue, const cv::Mat& rbc, const SegmentParams& p,
+                    const HaemLevels* whole = nullptr);
 
 // ---- The steps that are not a single segment.hpp operation ----------------
 
