@@ -126,7 +126,7 @@ public:
 private:
   int ring_radius_, min_ring_pixels_;
   float min_contrast_;
-  double min_solidity_;
+  double min_solidity_, min_ratio_;
 };
 
 // Final clean-up: drops objects below min_area and numbers the rest 1..n.

@@ -51,7 +51,10 @@ OperatorSpec SegmentStage::spec() {
                          "and nuclear haematoxylin levels"),
                  ParamSpec::number("min_solidity", d.min_solidity)
                      .range(0, 1)
-                     .doc("smallest area / convex hull area of a nucleus")},
+                     .doc("smallest area / convex hull area of a nucleus"),
+                 ParamSpec::number("contrast_ratio", d.contrast_ratio)
+                     .range(0, 100)
+                     .doc("how many times its ring's mean haematoxylin a nucleus's must be")},
       .uses = {"nuclei.tissue", "nuclei.rbc", "nuclei.deconvolve", "nuclei.open", "nuclei.reconstruct",
                "nuclei.area_threshold", "nuclei.fill_holes", "nuclei.prewatershed", "nuclei.watershed", "nuclei.select",
                "nuclei.relabel"}};
@@ -72,6 +75,7 @@ SegmentStage::SegmentStage(const Params& p) {
   params_.ring_um = p.get<double>("ring_um");
   params_.contrast_frac = p.get<double>("contrast_frac");
   params_.min_solidity = p.get<double>("min_solidity");
+  params_.contrast_ratio = p.get<double>("contrast_ratio");
   use_one_opencv_thread();
 }
 
@@ -106,7 +110,10 @@ void SegmentStage::cpu(MapContext& ctx) const {
                {SubRef{pre, "distance"}, SubRef{pre, "markers"}, SubRef{filled, "mask"}});
   const std::size_t selected =
       sub.call("nuclei.select",
-               {{"ring_radius", d.ring_radius}, {"min_contrast", d.min_contrast}, {"min_solidity", d.min_solidity}},
+               {{"ring_radius", d.ring_radius},
+                {"min_contrast", d.min_contrast},
+                {"min_solidity", d.min_solidity},
+                {"min_ratio", d.min_ratio}},
                {SubRef{split, "labels"}, SubRef{haem, "stain"}, SubRef{tissue, "mask"}, SubRef{rbc, "mask"}});
   const std::size_t labels = sub.call("nuclei.relabel", {{"min_area", d.min_area}}, {SubRef{selected, "labels"}});
   sub.wait();

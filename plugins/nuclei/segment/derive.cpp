@@ -93,6 +93,7 @@ Derived derive_sizes(double mpp, const SegmentParams& p) {
   d.h = static_cast<float>(std::max(0.5, p.h_frac * p.nucleus_radius_um / d.mpp));
   d.ring_radius = std::max(1, static_cast<int>(std::lround(p.ring_um / d.mpp)));
   d.min_solidity = p.min_solidity;
+  d.min_ratio = p.contrast_ratio;
   return d;
 }
 

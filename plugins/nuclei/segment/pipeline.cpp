@@ -24,9 +24,11 @@ cv::Mat segment(const cv::Mat& rgb, const SegmentParams& p, Stages* stages) {
   s.dist = distance_transform(s.filled);
   s.markers = watershed_markers(s.dist, d.h);
   s.watershed = watershed(s.dist, s.markers, s.filled);
-  s.selected =
-      select_objects(s.watershed, s.haem, valid_tissue(s.tissue, s.rbc),
-                     {.ring_radius = d.ring_radius, .min_contrast = d.min_contrast, .min_solidity = d.min_solidity});
+  s.selected = select_objects(s.watershed, s.haem, valid_tissue(s.tissue, s.rbc),
+                              {.ring_radius = d.ring_radius,
+                               .min_contrast = d.min_contrast,
+                               .min_solidity = d.min_solidity,
+                               .min_ratio = d.min_ratio});
   s.labels = relabel(s.selected, d.min_area);
   return s.labels;
 }

@@ -40,10 +40,12 @@ struct SegmentParams {
   double nucleus_radius_um = 3.3;  // typical inscribed radius, for h and mpp estimation
   // Object selection (select.hpp). A nucleus must be darker in haematoxylin
   // than the tissue within ring_um of it by contrast_frac of the gap between
-  // the tissue and nuclear levels, and compact (solidity = area over convex
-  // hull area): dark patches of textured background are neither.
+  // the tissue and nuclear levels and by a factor of contrast_ratio, and
+  // compact (solidity = area over convex hull area): dark patches of
+  // textured background are neither.
   double ring_um = 2.0;
   double contrast_frac = 0.3;
+  double contrast_ratio = 2.5;
   double min_solidity = 0.7;
 };
 
@@ -61,6 +63,7 @@ struct Derived {
   int ring_radius = 0;        // select_objects()
   float min_contrast = 0;     // select_objects(): contrast_frac * (nuclear - background level)
   double min_solidity = 0;    // select_objects()
+  double min_ratio = 0;       // select_objects()
 };
 
 struct Stages {

@@ -239,7 +239,9 @@ std::vector<ObjectMeasures> measure_objects(const cv::Mat& labels, const cv::Mat
 bool keeps(const ObjectMeasures& m, const SelectRule& rule) {
   if (m.area == 0) return false;
   if (m.solidity() < rule.min_solidity) return false;
-  if (m.ring_pixels >= rule.min_ring_pixels && m.contrast() < rule.min_contrast) return false;
+  if (m.ring_pixels >= rule.min_ring_pixels &&
+      (m.contrast() < rule.min_contrast || m.inside_mean < rule.min_ratio * m.ring_mean))
+    return false;
   return true;
 }
 

@@ -40,6 +40,10 @@ struct SelectRule {
   float min_contrast = 0;   // haematoxylin levels the object must exceed its ring by
   int min_ring_pixels = 8;  // fewer ring pixels than this (a crowded cluster): contrast not judged
   double min_solidity = 0.8;
+  // The object's mean haematoxylin must also be at least this multiple of its
+  // ring's (optical densities: a nucleus absorbs several times what the
+  // tissue around it does, a dark patch of background a little more).
+  double min_ratio = 0;
 };
 
 // true for an object the rule keeps.

@@ -78,9 +78,11 @@ TEST(NucleiPipeline, StepsEqualSegment) {
     const cv::Mat filled = fn::fill_small_holes(area, d.max_hole_area);
     const cv::Mat dist = fn::distance_transform(filled);
     const cv::Mat ws = fn::watershed(dist, fn::watershed_markers(dist, d.h), filled);
-    const cv::Mat selected = fn::select_objects(
-        ws, haem, fn::valid_tissue(tissue, rbc),
-        {.ring_radius = d.ring_radius, .min_contrast = d.min_contrast, .min_solidity = d.min_solidity});
+    const cv::Mat selected = fn::select_objects(ws, haem, fn::valid_tissue(tissue, rbc),
+                                                {.ring_radius = d.ring_radius,
+                                                 .min_contrast = d.min_contrast,
+                                                 .min_solidity = d.min_solidity,
+                                                 .min_ratio = d.min_ratio});
     EXPECT_TRUE(same(fn::relabel(selected, d.min_area), labels)) << mpp;
     EXPECT_TRUE(same(s.filled, filled));
     EXPECT_TRUE(same(s.labels, labels));

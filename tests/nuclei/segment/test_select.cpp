@@ -119,3 +119,19 @@ TEST(NucleiSelect, HullAreaMatchesOpenCVOnRandomBlobs) {
   }
   EXPECT_GE(checked, 8);
 }
+
+TEST(NucleiSelect, RatioDropsObjectsOnlyAFewTimesDarkerThanTheirRing) {
+  // The same contrast (60 levels) on a pale ring and on a haematoxylin-tinted one.
+  cv::Mat labels = labels_of(60, 120), haem(60, 120, CV_8U, cv::Scalar(10));
+  haem.colRange(60, 120).setTo(60);
+  disc(labels, haem, {30, 30}, 10, 1, 70);   // 7x its ring
+  disc(labels, haem, {90, 30}, 10, 2, 120);  // 2x its ring: a dark patch of neuropil
+  const cv::Mat valid(60, 120, CV_8U, cv::Scalar(255));
+  fn::SelectRule rule{.ring_radius = 4, .min_contrast = 40, .min_ring_pixels = 8, .min_solidity = 0.7};
+  cv::Mat out = fn::select_objects(labels, haem, valid, rule);
+  EXPECT_EQ(cv::countNonZero(out == 2), cv::countNonZero(labels == 2));  // no ratio asked
+  rule.min_ratio = 2.5;
+  out = fn::select_objects(labels, haem, valid, rule);
+  EXPECT_EQ(cv::countNonZero(out == 1), cv::countNonZero(labels == 1));
+  EXPECT_EQ(cv::countNonZero(out == 2), 0);
+}
