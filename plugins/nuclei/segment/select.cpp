@@ -49,78 +49,48 @@ void check(const cv::Mat& labels, const cv::Mat& haem, const cv::Mat& valid) {
     throw std::invalid_argument("measure_objects: labels, haematoxylin and mask differ in size");
 }
 
-// Adds every ring pixel's haematoxylin to its nearest object (chessboard
-// distance 1..radius, exact with two raster passes; a pixel's distance is
-// final once the backward pass has visited it, so it is counted there).
-void add_rings(const cv::Mat& labels, const cv::Mat& haem, const cv::Mat& valid, int radius,
-               std::vector<std::int64_t>& pixels, std::vector<double>& sums) {
-  const int rows = labels.rows, cols = labels.cols;
-  const int far = radius + 1;
-  // Padded by one column on each side so neighbours need no bounds tests.
-  const std::size_t stride = static_cast<std::size_t>(cols) + 2;
-  std::vector<std::uint8_t> dist(stride * static_cast<std::size_t>(rows), static_cast<std::uint8_t>(far));
-  std::vector<std::int32_t> owner(stride * static_cast<std::size_t>(rows), 0);
-  auto at = [&](int y) { return static_cast<std::size_t>(y) * stride + 1; };
-  for (int y = 0; y < rows; ++y) {
-    const std::int32_t* l = labels.ptr<std::int32_t>(y);
-    std::uint8_t* d = dist.data() + at(y);
-    std::int32_t* o = owner.data() + at(y);
-    for (int x = 0; x < cols; ++x)
-      if (l[x] > 0) {
-        d[x] = 0;
-        o[x] = l[x];
-      }
-  }
-  auto relax = [](std::uint8_t& d, std::int32_t& o, const std::uint8_t* nd, const std::int32_t* no, int k) {
-    if (nd[k] + 1 < d) {
-      d = static_cast<std::uint8_t>(nd[k] + 1);
-      o = no[k];
-    }
-  };
-  for (int y = 0; y < rows; ++y) {
-    std::uint8_t* d = dist.data() + at(y);
-    std::int32_t* o = owner.data() + at(y);
-    const std::uint8_t* ud = y > 0 ? dist.data() + at(y - 1) : nullptr;
-    const std::int32_t* uo = y > 0 ? owner.data() + at(y - 1) : nullptr;
-    for (int x = 0; x < cols; ++x) {
-      if (d[x] == 0) continue;
-      relax(d[x], o[x], d, o, x - 1);
-      if (ud) {
-        relax(d[x], o[x], ud, uo, x - 1);
-        relax(d[x], o[x], ud, uo, x);
-        relax(d[x], o[x], ud, uo, x + 1);
-      }
-    }
-  }
-  for (int y = rows; y-- > 0;) {
-    std::uint8_t* d = dist.data() + at(y);
-    std::int32_t* o = owner.data() + at(y);
-    const std::uint8_t* bd = y + 1 < rows ? dist.data() + at(y + 1) : nullptr;
-    const std::int32_t* bo = y + 1 < rows ? owner.data() + at(y + 1) : nullptr;
-    const std::uint8_t* h = haem.ptr<std::uint8_t>(y);
-    const std::uint8_t* v = valid.ptr<std::uint8_t>(y);
-    for (int x = cols; x-- > 0;) {
-      if (d[x] == 0) continue;
-      relax(d[x], o[x], d, o, x + 1);
-      if (bd) {
-        relax(d[x], o[x], bd, bo, x + 1);
-        relax(d[x], o[x], bd, bo, x);
-        relax(d[x], o[x], bd, bo, x - 1);
-      }
-      if (d[x] <= radius && v[x] && o[x] > 0) {
-        const auto i = static_cast<std::size_t>(o[x]);
-        ++pixels[i];
-        sums[i] += h[x];
-      }
-    }
-  }
-}
-
 // One horizontal run of an object's pixels.
 struct Run {
   std::int32_t label;
   int y, x0, x1;  // pixels x0..x1 inclusive
 };
+
+// The leftmost and rightmost pixel of an object on row y.
+struct Extent {
+  int y, lo, hi;
+};
+
+// The ring of one object: valid pixels of no object within chessboard
+// distance `radius` of its row extents (rows sorted by y). Per row of the
+// ring, the dilated extent is the widest extent within `radius` rows.
+void add_ring(const cv::Mat& labels, const cv::Mat& haem, const cv::Mat& valid, int radius,
+              const std::vector<Extent>& extents, ObjectMeasures& m) {
+  const int y0 = std::max(0, extents.front().y - radius), y1 = std::min(labels.rows - 1, extents.back().y + radius);
+  std::int64_t pixels = 0;
+  std::uint64_t sum = 0;
+  std::size_t lo_k = 0;  // first extent within radius of the row
+  for (int y = y0; y <= y1; ++y) {
+    while (extents[lo_k].y < y - radius)
+      ++lo_k;
+    int lo = labels.cols, hi = -1;
+    for (std::size_t k = lo_k; k < extents.size() && extents[k].y <= y + radius; ++k) {
+      lo = std::min(lo, extents[k].lo);
+      hi = std::max(hi, extents[k].hi);
+    }
+    if (hi < 0) continue;  // a gap between the rows of a disconnected object
+    const int a = std::max(0, lo - radius), b = std::min(labels.cols - 1, hi + radius);
+    const std::int32_t* l = labels.ptr<std::int32_t>(y);
+    const std::uint8_t* h = haem.ptr<std::uint8_t>(y);
+    const std::uint8_t* v = valid.ptr<std::uint8_t>(y);
+    for (int x = a; x <= b; ++x) {
+      const bool ring = l[x] <= 0 && v[x];
+      pixels += ring;
+      sum += ring ? h[x] : 0u;
+    }
+  }
+  m.ring_pixels = pixels;
+  m.ring_mean = pixels > 0 ? static_cast<double>(sum) / static_cast<double>(pixels) : 0.0;
+}
 
 }  // namespace
 
@@ -181,9 +151,11 @@ std::vector<ObjectMeasures> measure_objects(const cv::Mat& labels, const cv::Mat
   // The hull of the object's pixel squares is the hull of the extreme
   // corners on each horizontal grid line, which come out sorted by (y, x).
   std::vector<Pt> pts;
+  std::vector<Extent> extents;
   for (std::size_t i = 1; i < n; ++i) {
     if (area[i] == 0) continue;
     pts.clear();
+    extents.clear();
     int y = -1, lo = 0, hi = 0;  // the current row's extent
     int prev_lo = 0, prev_hi = 0;
     bool have_prev = false;
@@ -193,9 +165,12 @@ std::vector<ObjectMeasures> measure_objects(const cv::Mat& labels, const cv::Mat
       pts.push_back({gy, b});
     };
     auto close_row = [&]() {
+      extents.push_back({y, lo, hi});
       // Grid line y: the top corners of row y and the bottom ones of row y-1.
-      if (have_prev) line(y, std::min(lo, prev_lo), std::max(hi, prev_hi) + 1);
-      else line(y, lo, hi + 1);
+      if (have_prev)
+        line(y, std::min(lo, prev_lo), std::max(hi, prev_hi) + 1);
+      else
+        line(y, lo, hi + 1);
       prev_lo = lo;
       prev_hi = hi;
       have_prev = true;
@@ -223,15 +198,7 @@ std::vector<ObjectMeasures> measure_objects(const cv::Mat& labels, const cv::Mat
     m[i].area = area[i];
     m[i].hull_area = hull_area(pts);
     m[i].inside_mean = inside[i] / static_cast<double>(area[i]);
-  }
-  if (ring_radius > 0) {
-    std::vector<std::int64_t> pixels(n, 0);
-    std::vector<double> sums(n, 0.0);
-    add_rings(labels, haem, valid, ring_radius, pixels, sums);
-    for (std::size_t i = 1; i < n; ++i) {
-      m[i].ring_pixels = pixels[i];
-      m[i].ring_mean = pixels[i] > 0 ? sums[i] / static_cast<double>(pixels[i]) : 0.0;
-    }
+    if (ring_radius > 0) add_ring(labels, haem, valid, ring_radius, extents, m[i]);
   }
   return m;
 }

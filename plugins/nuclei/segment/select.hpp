@@ -28,10 +28,10 @@ struct ObjectMeasures {
 
 // Measures of objects 1..max label of `labels` (CV_32S; index 0 unused).
 // The ring of an object: pixels of no object, with `valid` set (tissue that
-// is not a red blood cell), at chessboard distance 1..ring_radius from the
-// object and nearer to it than to any other object (a pixel as near to two
-// goes to the one a forward-then-backward raster propagation reaches first:
-// deterministic). haem: CV_8U.
+// is not a red blood cell), within chessboard distance ring_radius of the
+// object's row extents (from its leftmost to its rightmost pixel on each of
+// its rows). A pixel between two close objects is in both rings.
+// haem: CV_8U.
 std::vector<ObjectMeasures> measure_objects(const cv::Mat& labels, const cv::Mat& haem, const cv::Mat& valid,
                                             int ring_radius);
 

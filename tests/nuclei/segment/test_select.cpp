@@ -48,12 +48,10 @@ TEST(NucleiSelect, RingSkipsInvalidPixelsAndOtherObjects) {
   EXPECT_DOUBLE_EQ(m[1].ring_mean, 40.0);
   EXPECT_DOUBLE_EQ(m[2].ring_mean, 40.0);
   // Object 1's ring: the 16x16 box around it, minus itself, minus the glass
-  // columns (x < 5), minus columns 16-17 (object 2's pixels or nearer to it).
-  const std::int64_t box = 16 * 16 - 100 - 3 * 16 - 2 * 16;
-  // Column 15 is as near to both; its 3 pixels above the objects may go to
-  // either (the rows beside them go to object 1), so the ring is 73..76 pixels.
-  EXPECT_GE(m[1].ring_pixels, box - 3);
-  EXPECT_LE(m[1].ring_pixels, box);
+  // columns (x < 5), minus object 2's pixels; the pixels near both objects
+  // are in both rings.
+  EXPECT_EQ(m[1].ring_pixels, 16 * 16 - 100 - 3 * 16 - 2 * 10);
+  EXPECT_EQ(m[2].ring_pixels, 16 * 16 - 100 - 2 * 10);  // x 13..28: no glass, object 1 at x 13-14
 }
 
 TEST(NucleiSelect, KeepsDarkCompactObjectsAndDropsFaintOrRaggedOnes) {
