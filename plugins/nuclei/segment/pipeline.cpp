@@ -10,9 +10,8 @@ cv::Mat segment(const cv::Mat& rgb, const SegmentParams& p, Stages* stages) {
   Stages local;
   Stages& s = stages ? *stages : local;
   const Derived sizes = derive_sizes(1, p);  // the resolution-free levels
-  s.tissue = tissue_mask(rgb, sizes.tissue_level);
-  s.rbc = rbc_mask(rgb, sizes.rbc_rg_q8, sizes.rbc_rb_q8, sizes.tissue_level);
-  s.haem = mask_haem(deconvolve(rgb, stain_weights(0, sizes.od_max)), s.tissue, s.rbc);
+  s.haem = deconvolve_masked(rgb, stain_weights(0, sizes.od_max), sizes.tissue_level, sizes.rbc_rg_q8, sizes.rbc_rb_q8,
+                             s.tissue, s.rbc);
   const Derived d = derive(s.haem, s.tissue, s.rbc, p);
   // Opening by reconstruction: nuclei keep their full shape, while dark
   // specks and fibres too thin to hold the disk vanish.
@@ -24,12 +23,15 @@ cv::Mat segment(const cv::Mat& rgb, const SegmentParams& p, Stages* stages) {
   s.dist = distance_transform(s.filled);
   s.markers = watershed_markers(s.dist, d.h);
   s.watershed = watershed(s.dist, s.markers, s.filled);
-  s.selected = select_objects(s.watershed, s.haem, valid_tissue(s.tissue, s.rbc),
-                              {.ring_radius = d.ring_radius,
-                               .min_contrast = d.min_contrast,
-                               .min_solidity = d.min_solidity,
-                               .min_ratio = d.min_ratio});
-  s.labels = relabel(s.selected, d.min_area);
+  const cv::Mat valid = valid_tissue(s.tissue, s.rbc);
+  const SelectRule rule{.ring_radius = d.ring_radius,
+                        .min_contrast = d.min_contrast,
+                        .min_solidity = d.min_solidity,
+                        .min_ratio = d.min_ratio};
+  // The selection and the renumbering in one pass; the selected labels
+  // themselves only for a caller that inspects the stages.
+  if (stages) s.selected = select_objects(s.watershed, s.haem, valid, rule);
+  s.labels = select_and_relabel(s.watershed, s.haem, valid, rule, d.min_area);
   return s.labels;
 }
 

@@ -52,6 +52,11 @@ bool keeps(const ObjectMeasures& m, const SelectRule& rule);
 // labels with the objects `rule` rejects set to 0 (others unchanged).
 cv::Mat select_objects(const cv::Mat& labels, const cv::Mat& haem, const cv::Mat& valid, const SelectRule& rule);
 
+// relabel(select_objects(labels, haem, valid, rule), min_area, count) in
+// one pass over the labels (the areas are already measured).
+cv::Mat select_and_relabel(const cv::Mat& labels, const cv::Mat& haem, const cv::Mat& valid, const SelectRule& rule,
+                           int min_area, int* count = nullptr);
+
 // 255 where tissue is set and rbc is not: the pixels whose haematoxylin
 // level means something.
 cv::Mat valid_tissue(const cv::Mat& tissue, const cv::Mat& rbc);

@@ -84,6 +84,9 @@ TEST(NucleiPipeline, StepsEqualSegment) {
                                                  .min_solidity = d.min_solidity,
                                                  .min_ratio = d.min_ratio});
     EXPECT_TRUE(same(fn::relabel(selected, d.min_area), labels)) << mpp;
+    EXPECT_TRUE(same(s.tissue, tissue));
+    EXPECT_TRUE(same(s.rbc, rbc));
+    EXPECT_TRUE(same(s.haem, haem));
     EXPECT_TRUE(same(s.filled, filled));
     EXPECT_TRUE(same(s.labels, labels));
   }

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "segment/pipeline.hpp"
 #include "segment/select.hpp"
 
 namespace fn = flowd::nuclei;
@@ -132,4 +133,21 @@ TEST(NucleiSelect, RatioDropsObjectsOnlyAFewTimesDarkerThanTheirRing) {
   out = fn::select_objects(labels, haem, valid, rule);
   EXPECT_EQ(cv::countNonZero(out == 1), cv::countNonZero(labels == 1));
   EXPECT_EQ(cv::countNonZero(out == 2), 0);
+}
+
+TEST(NucleiSelect, SelectAndRelabelIsRelabelOfSelect) {
+  cv::Mat labels = labels_of(100, 160), haem(100, 160, CV_8U, cv::Scalar(30));
+  disc(labels, haem, {120, 20}, 9, 1, 200);  // kept, numbered first by raster order of its first pixel
+  disc(labels, haem, {20, 20}, 9, 2, 40);    // dropped: faint
+  disc(labels, haem, {60, 60}, 3, 3, 200);   // dropped: below min_area
+  disc(labels, haem, {20, 70}, 12, 7, 220);  // kept
+  const cv::Mat valid(100, 160, CV_8U, cv::Scalar(255));
+  const fn::SelectRule rule{
+      .ring_radius = 4, .min_contrast = 40, .min_ring_pixels = 8, .min_solidity = 0.7, .min_ratio = 2.5};
+  int n_fused = 0, n_steps = 0;
+  const cv::Mat fused = fn::select_and_relabel(labels, haem, valid, rule, 60, &n_fused);
+  const cv::Mat steps = fn::relabel(fn::select_objects(labels, haem, valid, rule), 60, &n_steps);
+  EXPECT_EQ(n_fused, 2);
+  EXPECT_EQ(n_fused, n_steps);
+  EXPECT_EQ(cv::countNonZero(fused != steps), 0);
 }
