@@ -95,8 +95,8 @@ TEST(NucleiSelect, HullAreaMatchesOpenCVOnRandomBlobs) {
     // Unions of random ellipses and bars: convex and non-convex shapes.
     cv::Mat one = cv::Mat::zeros(200, 200, CV_8U);
     for (int k = 0; k < 3; ++k)
-      cv::ellipse(one, c + cv::Point(rng.uniform(-8, 9), rng.uniform(-8, 9)),
-                  {rng.uniform(2, 12), rng.uniform(2, 12)}, rng.uniform(0, 180), 0, 360, cv::Scalar(255), cv::FILLED);
+      cv::ellipse(one, c + cv::Point(rng.uniform(-8, 9), rng.uniform(-8, 9)), {rng.uniform(2, 12), rng.uniform(2, 12)},
+                  rng.uniform(0, 180), 0, 360, cv::Scalar(255), cv::FILLED);
     labels.setTo(cv::Scalar(i), one);
   }
   const cv::Mat valid(200, 200, CV_8U, cv::Scalar(255));
