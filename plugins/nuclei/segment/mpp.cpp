@@ -71,10 +71,10 @@ double estimate_mpp(const cv::Mat& haem, const cv::Mat& tissue, const cv::Mat& r
   // Nuclei are 10-40 px across at 40x and 20x, so the estimate works on
   // 2x2-binned pixels (a quarter of the work) and goes back to full
   // resolution when the objects come out too small to measure there, or
-  // near the 40x/20x boundary (9.3 px with the default anchor), where the
-  // binned radii are too coarse: on the generated conditions binned radii
-  // were 10.0-18.4 px at 40x and 6.3-8.3 px at 20x, full-resolution ones
-  // 11.2-17 and 6.4-8.0.
+  // within -10 %/+15 % of the 40x/20x boundary (9.3 px with the default
+  // anchor), where binning is too coarse to decide: on the generated
+  // conditions binned radii were 10.0-18.4 px at 40x and 6.3-8.3 px at 20x,
+  // full-resolution ones 11.2-17 and 6.4-8.0.
   float radius = 0;
   if (cw >= 64 && ch >= 64) {
     cv::Mat h2, v2;
@@ -84,7 +84,7 @@ double estimate_mpp(const cv::Mat& haem, const cv::Mat& tissue, const cv::Mat& r
     radius = 2 * median_radius(h2, v2, levels, p, 2);
   }
   const double boundary = p.nucleus_radius_um / (0.25 * std::sqrt(2.0));
-  if (radius < 6 || (radius > 0.85 * boundary && radius < 1.25 * boundary))
+  if (radius < 6 || (radius > 0.9 * boundary && radius < 1.15 * boundary))
     radius = median_radius(h, valid, levels, p, 4);
   if (!(radius > 0)) return 0.25;
   const double mpp = p.nucleus_radius_um / radius;
