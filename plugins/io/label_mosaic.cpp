@@ -43,7 +43,7 @@ void LabelMosaic::add(int order, const cv::Mat& labels, const Box& bbox, const s
       if (!owns_all) sr[i] += r, sc[i] += c;
     }
   }
-  Tile t{order, labels, bbox, std::vector<std::int32_t>(n.size(), 0)};
+  Tile t{order, labels, bbox, std::vector<std::int32_t>(n.size(), 0), owns_all};
   for (std::size_t l = 1; l < n.size(); ++l) {
     if (n[l] == 0) continue;
     if (owns_all) {
@@ -60,11 +60,24 @@ void LabelMosaic::add(int order, const cv::Mat& labels, const Box& bbox, const s
   tiles_.push_back(std::move(t));
 }
 
+std::optional<cv::Mat> LabelMosaic::as_it_is(int* objects) const {
+  if (tiles_.size() != 1) return std::nullopt;
+  const Tile& t = tiles_.front();
+  if (!t.owns_all || t.bbox.origin[0] != 0 || t.bbox.origin[1] != 0 || t.labels.rows != rows_ || t.labels.cols != cols_)
+    return std::nullopt;
+  const auto owned = static_cast<std::size_t>(std::count(t.owned.begin(), t.owned.end(), 1));
+  for (std::size_t l = 1; l <= owned; ++l)
+    if (!t.owned[l]) return std::nullopt;  // a gap: the objects are numbered anew
+  if (objects) *objects = static_cast<int>(owned);
+  return t.labels;
+}
+
 cv::Mat LabelMosaic::assemble(int* objects) const {
   std::vector<const Tile*> order;
   for (const auto& t : tiles_)
     order.push_back(&t);
   std::sort(order.begin(), order.end(), [](const Tile* a, const Tile* b) { return a->order < b->order; });
+  if (const auto same = as_it_is(objects)) return *same;
   cv::Mat out = cv::Mat::zeros(rows_, cols_, CV_32S);
   std::int32_t next = 0;
   for (const Tile* t : order) {

@@ -34,7 +34,9 @@ public:
 
   // The whole image's labels, CV_32S, objects numbered 1..n in tile order then
   // in order of their local label; 0 where no owned object lies. Where two
-  // owned objects overlap, the earlier keeps the pixel.
+  // owned objects overlap, the earlier keeps the pixel. For an image that is
+  // one tile whose labels are already 1..n, the tile's labels themselves
+  // (shared, not copied: read them only).
   cv::Mat assemble(int* objects = nullptr) const;
 
 private:
@@ -43,7 +45,10 @@ private:
     cv::Mat labels;
     Box bbox;
     std::vector<std::int32_t> owned;  // local label -> 1 if owned (index = label)
+    bool owns_all;                    // its core holds the whole tile: every object is owned
   };
+  // The single tile's labels when they are already the result (see assemble).
+  std::optional<cv::Mat> as_it_is(int* objects) const;
   std::string image_;
   int rows_, cols_, expected_;
   std::vector<Tile> tiles_;

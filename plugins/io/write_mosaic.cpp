@@ -100,7 +100,7 @@ void WriteMosaic::consume(SinkContext& ctx) {
     Pending fresh{LabelMosaic(p.image, p.rows, p.cols, p.tiles), {}};
     if (overlay) {
       const Array& img = ctx.input("image").array();
-      fresh.rgb = cv::Mat::zeros(p.rows, p.cols, img.dtype() == DType::u8 ? CV_8UC3 : CV_16UC3);
+      fresh.bgr = cv::Mat::zeros(p.rows, p.cols, img.dtype() == DType::u8 ? CV_8UC3 : CV_16UC3);
     }
     it = pending_.emplace(p.image, std::move(fresh)).first;
   }
@@ -137,8 +137,9 @@ void WriteMosaic::paste_core(Pending& pend, const Item& item, const Array& label
                       static_cast<int>(core.extent[0]));
   const cv::Rect to(static_cast<int>(core.origin[1]), static_cast<int>(core.origin[0]), from.width, from.height);
   const cv::Mat src = as_mat(img);
-  if (src.type() != pend.rgb.type()) throw Error("item '" + item.meta.key + "': tiles of one image differ in type");
-  src(from).copyTo(pend.rgb(to));
+  if (src.type() != pend.bgr.type()) throw Error("item '" + item.meta.key + "': tiles of one image differ in type");
+  cv::Mat into = pend.bgr(to);  // same size and type: converted in place
+  cv::cvtColor(src(from), into, cv::COLOR_RGB2BGR);
 }
 
 void WriteMosaic::write(const std::string& image, Pending& p, SinkContext& ctx) {
@@ -152,11 +153,9 @@ void WriteMosaic::write(const std::string& image, Pending& p, SinkContext& ctx) 
   labels.convertTo(u16, CV_16U);
   ctx.write_output(target, png(u16, target));
   if (!overlay_dir_.empty()) {
-    draw_contours(p.rgb, labels, colour_);
-    cv::Mat bgr;
-    cv::cvtColor(p.rgb, bgr, cv::COLOR_RGB2BGR);
+    draw_contours(p.bgr, labels, cv::Scalar(colour_[2], colour_[1], colour_[0]));
     const std::filesystem::path overlay = overlay_dir_ / (image + ".png");
-    ctx.write_output(overlay, png(bgr, overlay));
+    ctx.write_output(overlay, png(p.bgr, overlay));
   }
   done_[image] = target.string();
   ctx.info("image '" + image + "': " + std::to_string(objects) + " objects from " +

@@ -25,7 +25,7 @@ public:
 private:
   struct Pending {
     LabelMosaic labels;
-    cv::Mat rgb;  // the cores of the image's tiles, when an overlay is written
+    cv::Mat bgr;  // the cores of the image's tiles, when an overlay is written (in the order PNG files keep)
   };
   void write(const std::string& image, Pending& p, SinkContext& ctx);
   // The core of the item's `image` input into the image's overlay.

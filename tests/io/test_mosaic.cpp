@@ -127,6 +127,28 @@ TEST(LabelMosaic, ATileThatIsTheWholeImageOwnsEveryObject) {
   }
 }
 
+// The same tile labelled 1..n already is the result itself, not a copy.
+TEST(LabelMosaic, AWholeImageTileLabelledOneToNIsTakenAsItIs) {
+  cv::Mat labels = cv::Mat::zeros(40, 50, CV_32S);
+  cv::rectangle(labels, cv::Rect(0, 0, 6, 5), cv::Scalar(2), cv::FILLED);
+  cv::rectangle(labels, cv::Rect(20, 10, 8, 8), cv::Scalar(1), cv::FILLED);
+  io::LabelMosaic m("img", 40, 50, 1);
+  m.add(0, labels, Box::make2d(0, 0, 40, 50), Box::make2d(0, 0, 40, 50));
+  int objects = 0;
+  const cv::Mat out = m.assemble(&objects);
+  EXPECT_EQ(objects, 2);
+  EXPECT_EQ(out.data, labels.data);
+  // A core smaller than the tile: objects outside it are not the tile's, so
+  // the labels are assembled anew.
+  io::LabelMosaic part("img", 40, 50, 1);
+  part.add(0, labels, Box::make2d(0, 0, 40, 50), Box::make2d(8, 8, 32, 42));
+  const cv::Mat assembled = part.assemble(&objects);
+  EXPECT_NE(assembled.data, labels.data);
+  EXPECT_EQ(objects, 1);
+  EXPECT_EQ(assembled.at<int>(0, 0), 0);
+  EXPECT_EQ(assembled.at<int>(12, 22), 1);
+}
+
 TEST(LabelMosaic, RefusesATileOutsideTheImageOrOfTheWrongSize) {
   io::LabelMosaic m("img", 10, 10, 1);
   const cv::Mat l = cv::Mat::zeros(4, 4, CV_32S);
