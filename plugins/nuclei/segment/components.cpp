@@ -34,22 +34,6 @@ int run_end(const std::uint8_t* m, int x, int cols) {
   return x;
 }
 
-std::int32_t find(std::vector<std::int32_t>& parent, std::int32_t a) {
-  while (parent[static_cast<std::size_t>(a)] != a) {
-    parent[static_cast<std::size_t>(a)] = parent[static_cast<std::size_t>(parent[static_cast<std::size_t>(a)])];
-    a = parent[static_cast<std::size_t>(a)];
-  }
-  return a;
-}
-
-// The earlier run stays the root, so every root is its component's first run.
-void unite(std::vector<std::int32_t>& parent, std::int32_t a, std::int32_t b) {
-  a = find(parent, a);
-  b = find(parent, b);
-  if (a < b) parent[static_cast<std::size_t>(b)] = a;
-  if (b < a) parent[static_cast<std::size_t>(a)] = b;
-}
-
 template <bool Fg>
 runs::Components label_impl(const cv::Mat& mask) {
   // Runs on consecutive rows touch when their column ranges overlap, widened
@@ -72,14 +56,14 @@ runs::Components label_impl(const cv::Mat& mask) {
       while (k < prev_end && c.runs[k].x1 + reach <= x0)
         ++k;
       for (std::size_t j = k; j < prev_end && c.runs[j].x0 < x + reach; ++j)
-        unite(parent, id, static_cast<std::int32_t>(j));
+        runs::unite(parent, id, static_cast<std::int32_t>(j));
     }
     prev_begin = begin;
     prev_end = c.runs.size();
   }
   for (std::size_t i = 0; i < c.runs.size(); ++i) {
     runs::Run& r = c.runs[i];
-    const std::int32_t root = find(parent, static_cast<std::int32_t>(i));
+    const std::int32_t root = runs::find(parent, static_cast<std::int32_t>(i));
     if (root == static_cast<std::int32_t>(i)) {
       r.comp = c.count++;
       c.area.push_back(0);

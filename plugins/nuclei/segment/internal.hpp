@@ -62,6 +62,22 @@ struct Components {
 };
 Components label(const cv::Mat& mask, bool foreground);
 
+// Union-find over run indices with path halving; the earlier run stays the
+// root, so every root is its component's first run.
+inline std::int32_t find(std::vector<std::int32_t>& parent, std::int32_t a) {
+  while (parent[static_cast<std::size_t>(a)] != a) {
+    parent[static_cast<std::size_t>(a)] = parent[static_cast<std::size_t>(parent[static_cast<std::size_t>(a)])];
+    a = parent[static_cast<std::size_t>(a)];
+  }
+  return a;
+}
+inline void unite(std::vector<std::int32_t>& parent, std::int32_t a, std::int32_t b) {
+  a = find(parent, a);
+  b = find(parent, b);
+  if (a < b) parent[static_cast<std::size_t>(b)] = a;
+  if (b < a) parent[static_cast<std::size_t>(a)] = b;
+}
+
 // Writes `value_of(comp)` on each run of row y of `c` and `fill` elsewhere on
 // that row, row by row (one write per pixel).
 template <class T, class F>

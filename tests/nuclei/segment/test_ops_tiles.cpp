@@ -33,6 +33,16 @@ std::string diff(const cv::Mat& a, const cv::Mat& b) {
   return "";
 }
 
+// fill_small_holes as it was defined before its one-pass version: the holes
+// (fill_holes minus the mask), their 8-connected components of at most
+// max_hole_area pixels added to the mask.
+cv::Mat small_holes_reference(const cv::Mat& mask, int max_hole_area) {
+  const cv::Mat bin = mask != 0;
+  if (max_hole_area <= 0) return bin;
+  const cv::Mat holes = fz::fill_holes(bin) & ~bin;
+  return bin | fz::area_threshold(holes, 1, max_hole_area);
+}
+
 // The inputs each operation receives inside segment(), computed step by step.
 struct Chain {
   fn::Derived d;
@@ -92,6 +102,11 @@ void expect_ops_match(const cv::Mat& rgb, const std::string& what) {
         << what << ": area_threshold " << lo << ".." << hi;
   EXPECT_EQ(diff(fn::fill_holes(c.area), c.filled), "") << what << ": fill_holes";
   EXPECT_EQ(diff(fn::fill_holes(c.coarse), fz::fill_holes(c.coarse)), "") << what << ": fill_holes (coarse)";
+  EXPECT_EQ(diff(fn::fill_small_holes(c.area, c.d.max_hole_area), small_holes_reference(c.area, c.d.max_hole_area)), "")
+      << what << ": fill_small_holes";
+  for (const int max : {0, 1, 4, 50, 400})
+    EXPECT_EQ(diff(fn::fill_small_holes(c.coarse, max), small_holes_reference(c.coarse, max)), "")
+        << what << ": fill_small_holes (coarse) " << max;
   EXPECT_EQ(diff(fn::distance_transform(c.filled), c.dist), "") << what << ": distance_transform";
   EXPECT_EQ(diff(fn::distance_transform(c.coarse), fz::distance_transform(c.coarse)), "")
       << what << ": distance (coarse)";
@@ -152,6 +167,9 @@ TEST(NucleiSegmentTiles, RandomPlateausMatchFrozen) {
     EXPECT_EQ(diff(fn::reconstruct(fm, fk), fz::reconstruct(fm, fk)), "") << what << ": reconstruct f32";
     // Quantised distances: wide plateaus with equal values everywhere.
     const cv::Mat bin = mask > 0;
+    for (const int max : {1, 3, 30})  // holes of every shape, diagonal contacts included
+      EXPECT_EQ(diff(fn::fill_small_holes(~bin, max), small_holes_reference(~bin, max)), "")
+          << what << ": fill_small_holes " << max;
     cv::Mat qd;
     fk.copyTo(qd);
     qd.setTo(0, ~bin);
