@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <optional>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "flowd/error.hpp"
+#include "hne/conditions.hpp"
 #include "hne/generate.hpp"
 
 namespace flowd::io {
@@ -18,7 +20,9 @@ namespace {
 
 constexpr std::string_view valid_generators = "blobs, hne";
 constexpr std::string_view blobs_keys = "width, height, count, seed";
-constexpr std::string_view hne_keys = "width, height, count, seed, mpp, density, stain, blur, noise";
+constexpr std::string_view hne_keys =
+    "width, height, count, seed, condition, mpp, density, stain, blur, noise, rbc, cluster, background, tissue, "
+    "neuropil_share, pale, overlap, stain_jitter, scanner, jpeg";
 constexpr int max_side = 65536;
 constexpr std::int64_t max_count = 1'000'000;
 
@@ -44,7 +48,8 @@ public:
   // additions, so no libm function whose last bit may vary is involved.
   double normal() {
     double s = 0.0;
-    for (int i = 0; i < 12; ++i) s += uniform();
+    for (int i = 0; i < 12; ++i)
+      s += uniform();
     return s - 6.0;
   }
   // A uniformly distributed unit vector by rejection, again without libm.
@@ -86,7 +91,8 @@ void paint_background(cv::Mat& img, Random& rng) {
     o.grid_w = w / o.cell + 2;
     const int grid_h = h / o.cell + 2;
     o.grid.resize(static_cast<std::size_t>(o.grid_w) * static_cast<std::size_t>(grid_h));
-    for (auto& g : o.grid) g = rng.uniform();
+    for (auto& g : o.grid)
+      g = rng.uniform();
     o.x0.resize(static_cast<std::size_t>(w));
     o.wx.resize(static_cast<std::size_t>(w));
     for (int x = 0; x < w; ++x) {
@@ -103,7 +109,8 @@ void paint_background(cv::Mat& img, Random& rng) {
       const double ty = smoothstep((y % o.cell + 0.5) / o.cell);
       const double* top = &o.grid[gy * static_cast<std::size_t>(o.grid_w)];
       const double* bottom = top + o.grid_w;
-      for (int gx = 0; gx < o.grid_w; ++gx) o.row[static_cast<std::size_t>(gx)] = top[gx] * (1.0 - ty) + bottom[gx] * ty;
+      for (int gx = 0; gx < o.grid_w; ++gx)
+        o.row[static_cast<std::size_t>(gx)] = top[gx] * (1.0 - ty) + bottom[gx] * ty;
     }
     std::uint8_t* p = img.ptr<std::uint8_t>(y);
     for (int x = 0; x < w; ++x) {
@@ -113,15 +120,16 @@ void paint_background(cv::Mat& img, Random& rng) {
         const auto g = static_cast<std::size_t>(o.x0[i]);
         f += o.weight * (o.row[g] * (1.0 - o.wx[i]) + o.row[g + 1] * o.wx[i]);
       }
-      for (int c = 0; c < 3; ++c) p[3 * x + c] = to_u8(light[c] + (pink[c] - light[c]) * f);
+      for (int c = 0; c < 3; ++c)
+        p[3 * x + c] = to_u8(light[c] + (pink[c] - light[c]) * f);
     }
   }
 }
 
 struct Nucleus {
-  double cx, cy;      // centre, pixels
-  double a, b;        // semi-axes, a >= b
-  double cos_t, sin_t;  // orientation of the a axis
+  double cx, cy;          // centre, pixels
+  double a, b;            // semi-axes, a >= b
+  double cos_t, sin_t;    // orientation of the a axis
   double c2, s2, c3, s3;  // 2nd and 3rd boundary harmonics: the irregular outline
   int colour[3];
   double opacity;
@@ -218,7 +226,8 @@ void paint_nucleus(cv::Mat& img, const Nucleus& k) {
 void blur3(cv::Mat& img) {
   const int w = img.cols, h = img.rows, n = 3 * w;
   std::vector<std::uint16_t> rows[3];
-  for (auto& r : rows) r.resize(static_cast<std::size_t>(n));
+  for (auto& r : rows)
+    r.resize(static_cast<std::size_t>(n));
   auto horizontal = [&](int y, std::vector<std::uint16_t>& out) {
     const std::uint8_t* p = img.ptr<std::uint8_t>(std::clamp(y, 0, h - 1));
     for (int x = 0; x < w; ++x) {
@@ -256,7 +265,8 @@ void add_noise(cv::Mat& img, Random& rng) {
     for (int x = 0; x < img.cols; ++x) {
       const std::uint64_t r = rng.bits();
       const int lum = tri(r, 0, 5);
-      for (int c = 0; c < 3; ++c) p[3 * x + c] = clamp_u8(p[3 * x + c] + lum + tri(r, 16 + 16 * c, 3));
+      for (int c = 0; c < 3; ++c)
+        p[3 * x + c] = clamp_u8(p[3 * x + c] + lum + tri(r, 16 + 16 * c, 3));
     }
   }
 }
@@ -290,27 +300,88 @@ std::string real_text(double v) {
   return ec == std::errc() ? std::string(buf, end) : std::to_string(v);
 }
 
+// The real-valued hne keys, each a field of both SyntheticSpec and
+// hne::Params under the same name.
+struct RealKey {
+  std::string_view key;
+  double SyntheticSpec::*spec;
+  double hne::Params::*params;
+  bool always;  // spelled out in uri() even at its default
+};
+constexpr RealKey real_keys[] = {
+    {"mpp", &SyntheticSpec::mpp, &hne::Params::mpp, true},
+    {"density", &SyntheticSpec::density, &hne::Params::density, true},
+    {"stain", &SyntheticSpec::stain, &hne::Params::stain, true},
+    {"blur", &SyntheticSpec::blur, &hne::Params::blur, true},
+    {"noise", &SyntheticSpec::noise, &hne::Params::noise, true},
+    {"rbc", &SyntheticSpec::rbc, &hne::Params::rbc, false},
+    {"cluster", &SyntheticSpec::cluster, &hne::Params::cluster, false},
+    {"background", &SyntheticSpec::background, &hne::Params::background, false},
+    {"neuropil_share", &SyntheticSpec::neuropil_share, &hne::Params::neuropil_share, false},
+    {"pale", &SyntheticSpec::pale, &hne::Params::pale, false},
+    {"overlap", &SyntheticSpec::overlap, &hne::Params::overlap, false},
+    {"stain_jitter", &SyntheticSpec::stain_jitter, &hne::Params::stain_jitter, false},
+    {"scanner", &SyntheticSpec::scanner, &hne::Params::scanner, false},
+};
+
+const RealKey* find_real_key(std::string_view key) {
+  for (const RealKey& k : real_keys)
+    if (k.key == key) return &k;
+  return nullptr;
+}
+
+// Throws std::invalid_argument for an unknown tissue name.
 hne::Params hne_params(const SyntheticSpec& spec) {
   hne::Params p;
   p.width = spec.width;
   p.height = spec.height;
   p.seed = spec.seed;
-  p.mpp = spec.mpp;
-  p.density = spec.density;
-  p.stain = spec.stain;
-  p.blur = spec.blur;
-  p.noise = spec.noise;
+  for (const RealKey& k : real_keys)
+    p.*k.params = spec.*k.spec;
+  p.tissue = hne::tissue_from_name(spec.tissue);
+  p.jpeg = spec.jpeg;
   return p;
+}
+
+void set_hne_fields(SyntheticSpec& spec, const hne::Params& p) {
+  for (const RealKey& k : real_keys)
+    spec.*k.spec = p.*k.params;
+  spec.tissue = std::string(hne::name_of(p.tissue));
+  spec.jpeg = p.jpeg;
+}
+
+// The error of flowd::hne without its prefix: the URI already says where.
+std::string hne_message(const std::invalid_argument& e) {
+  std::string what = e.what();
+  constexpr std::string_view prefix = "flowd::hne: ";
+  if (what.starts_with(prefix)) what.erase(0, prefix.size());
+  return what;
+}
+
+// The value of `key` in a query string, if given.
+std::optional<std::string_view> query_value(std::string_view query, std::string_view key) {
+  while (!query.empty()) {
+    const auto amp = query.find('&');
+    const std::string_view pair = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+    const auto eq = pair.find('=');
+    if (eq != std::string_view::npos && pair.substr(0, eq) == key) return pair.substr(eq + 1);
+  }
+  return std::nullopt;
 }
 
 }  // namespace
 
 std::string SyntheticSpec::uri() const {
   std::string u = std::string(synthetic_scheme) + generator + "?width=" + std::to_string(width) +
-                  "&height=" + std::to_string(height) + "&count=" + std::to_string(count) + "&seed=" + std::to_string(seed);
-  if (generator == "hne")
-    u += "&mpp=" + real_text(mpp) + "&density=" + real_text(density) + "&stain=" + real_text(stain) +
-         "&blur=" + real_text(blur) + "&noise=" + real_text(noise);
+                  "&height=" + std::to_string(height) + "&count=" + std::to_string(count) +
+                  "&seed=" + std::to_string(seed);
+  if (generator != "hne") return u;
+  const SyntheticSpec defaults;
+  for (const RealKey& k : real_keys)
+    if (k.always || this->*k.spec != defaults.*k.spec) u += "&" + std::string(k.key) + "=" + real_text(this->*k.spec);
+  if (tissue != defaults.tissue) u += "&tissue=" + tissue;
+  if (jpeg != defaults.jpeg) u += "&jpeg=" + std::to_string(jpeg);
   return u;
 }
 
@@ -332,10 +403,7 @@ SyntheticSpec parse_synthetic_uri(std::string_view uri) {
     try {
       hne::validate(hne_params(spec));
     } catch (const std::invalid_argument& e) {
-      std::string what = e.what();
-      constexpr std::string_view prefix = "flowd::hne: ";
-      if (what.starts_with(prefix)) what.erase(0, prefix.size());
-      bad_uri(uri, what);
+      bad_uri(uri, hne_message(e));
     }
   };
   if (q == std::string_view::npos) {
@@ -343,6 +411,17 @@ SyntheticSpec parse_synthetic_uri(std::string_view uri) {
     return spec;
   }
   std::string_view query = rest.substr(q + 1);
+  // A condition is a starting point: the keys given beside it override it,
+  // wherever they stand, so it is applied first.
+  if (const auto condition = is_hne ? query_value(query, "condition") : std::nullopt) {
+    hne::Params p;
+    try {
+      hne::apply_condition(*condition, p);
+    } catch (const std::invalid_argument& e) {
+      bad_uri(uri, hne_message(e));
+    }
+    set_hne_fields(spec, p);
+  }
   std::vector<std::string_view> seen;
   while (!query.empty()) {
     const auto amp = query.find('&');
@@ -355,16 +434,24 @@ SyntheticSpec parse_synthetic_uri(std::string_view uri) {
     const std::string_view value = pair.substr(eq + 1);
     if (std::find(seen.begin(), seen.end(), key) != seen.end()) bad_uri(uri, "'" + std::string(key) + "' given twice");
     seen.push_back(key);
-    if (key == "width") spec.width = static_cast<int>(parse_number(uri, key, value, 1, max_side));
-    else if (key == "height") spec.height = static_cast<int>(parse_number(uri, key, value, 1, max_side));
-    else if (key == "count") spec.count = static_cast<std::int64_t>(parse_number(uri, key, value, 1, max_count));
-    else if (key == "seed") spec.seed = parse_number(uri, key, value, 0, UINT64_MAX);
-    else if (is_hne && key == "mpp") spec.mpp = parse_real(uri, key, value);
-    else if (is_hne && key == "density") spec.density = parse_real(uri, key, value);
-    else if (is_hne && key == "stain") spec.stain = parse_real(uri, key, value);
-    else if (is_hne && key == "blur") spec.blur = parse_real(uri, key, value);
-    else if (is_hne && key == "noise") spec.noise = parse_real(uri, key, value);
-    else bad_uri(uri, "unknown key '" + std::string(key) + "' (valid: " + std::string(valid_keys) + ")");
+    if (key == "width")
+      spec.width = static_cast<int>(parse_number(uri, key, value, 1, max_side));
+    else if (key == "height")
+      spec.height = static_cast<int>(parse_number(uri, key, value, 1, max_side));
+    else if (key == "count")
+      spec.count = static_cast<std::int64_t>(parse_number(uri, key, value, 1, max_count));
+    else if (key == "seed")
+      spec.seed = parse_number(uri, key, value, 0, UINT64_MAX);
+    else if (is_hne && key == "condition")
+      continue;  // applied above
+    else if (is_hne && key == "tissue")
+      spec.tissue = std::string(value);
+    else if (is_hne && key == "jpeg")
+      spec.jpeg = static_cast<int>(parse_number(uri, key, value, 0, 100));
+    else if (const RealKey* k = is_hne ? find_real_key(key) : nullptr)
+      spec.*k->spec = parse_real(uri, key, value);
+    else
+      bad_uri(uri, "unknown key '" + std::string(key) + "' (valid: " + std::string(valid_keys) + ")");
   }
   check_hne();
   return spec;
@@ -374,13 +461,14 @@ cv::Mat synthetic_blobs(int width, int height, std::uint64_t index, std::uint64_
   if (width < 1 || height < 1 || width > max_side || height > max_side)
     throw Error("synthetic_blobs: size " + std::to_string(width) + "x" + std::to_string(height) + " outside [1, " +
                 std::to_string(max_side) + "]");
-  const std::uint64_t base = mix64(mix64(mix64(seed) ^ index) ^ (static_cast<std::uint64_t>(width) << 32 |
-                                                                 static_cast<std::uint64_t>(height)));
+  const std::uint64_t base = mix64(mix64(mix64(seed) ^ index) ^
+                                   (static_cast<std::uint64_t>(width) << 32 | static_cast<std::uint64_t>(height)));
   Random layout(base);
   Random noise(mix64(base ^ 0x6e6f697365ULL));
   cv::Mat img(height, width, CV_8UC3);
   paint_background(img, layout);
-  for (const auto& k : place_nuclei(width, height, layout)) paint_nucleus(img, k);
+  for (const auto& k : place_nuclei(width, height, layout))
+    paint_nucleus(img, k);
   blur3(img);
   add_noise(img, noise);
   return img;

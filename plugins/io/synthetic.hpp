@@ -1,8 +1,9 @@
 #pragma once
 // Generated test images, addressed by URI so a workflow can name them where
 // it would name a file: synthetic:blobs?width=W&height=H&count=N&seed=S, or
-// synthetic:hne?...&mpp=X&density=X&stain=X&blur=X&noise=X for the
-// physically modelled H&E tiles of tools/hne (docs/tools.md).
+// synthetic:hne?...&mpp=X&density=X&stain=X&blur=X&noise=X&tissue=T&... for
+// the physically modelled H&E tiles of tools/hne (docs/tools.md), where
+// condition=NAME sets one of its named presets and the other keys override.
 //
 // blobs: the pixels depend only on (width, height, index, seed): it uses
 // std::mt19937_64 (whose output the C++ standard fixes) with its own uniform
@@ -23,14 +24,26 @@ struct SyntheticSpec {
   int height = 2048;
   std::int64_t count = 2;
   std::uint64_t seed = 1;
-  // hne only (flowd::hne::Params; its defaults).
+  // hne only (flowd::hne::Params; its defaults), a condition already applied.
   double mpp = 0.25;
   double density = 1.0;
   double stain = 1.0;
   double blur = 1.0;
   double noise = 1.0;
+  double rbc = 1.0;
+  double cluster = 0.3;
+  double background = 0.1;
+  std::string tissue = "stroma";
+  double neuropil_share = 0.5;
+  double pale = 0.35;
+  double overlap = 0.0;
+  double stain_jitter = 1.0;
+  double scanner = 0.0;
+  int jpeg = 0;
 
-  // The canonical URI, every query key spelled out.
+  // The canonical URI: width, height, count and seed, for hne also mpp,
+  // density, stain, blur and noise, and every other hne key whose value is
+  // not the default (so the URIs of data sets from before those keys stay).
   std::string uri() const;
   // "<generator>-<index>"
   std::string key(std::int64_t index) const;

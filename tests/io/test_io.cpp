@@ -160,6 +160,40 @@ TEST(Synthetic, UriErrorsListTheValidChoices) {
   EXPECT_EQ(io::parse_synthetic_uri("synthetic:blobs").uri(), "synthetic:blobs?width=2048&height=2048&count=2&seed=1");
 }
 
+// synthetic:hne takes every generator parameter and its named conditions;
+// the keys beside a condition override it wherever they stand.
+TEST(Synthetic, HneConditionsAndKeys) {
+  const std::string defaults =
+      "synthetic:hne?width=64&height=48&count=1&seed=3&mpp=0.25&density=1&stain=1&blur=1&noise=1";
+  EXPECT_EQ(io::parse_synthetic_uri("synthetic:hne?width=64&height=48&count=1&seed=3").uri(), defaults)
+      << "keys at their defaults stay out of the canonical URI, as before they existed";
+  const auto hard = io::parse_synthetic_uri("synthetic:hne?jpeg=0&condition=hard&width=64&height=48&count=1");
+  EXPECT_EQ(hard.tissue, "mixed");
+  EXPECT_EQ(hard.jpeg, 0) << "the explicit key wins over the condition";
+  EXPECT_GT(hard.overlap, 0.0);
+  EXPECT_EQ(io::parse_synthetic_uri(hard.uri()).uri(), hard.uri()) << "the canonical URI reads back as itself";
+  const auto np = io::parse_synthetic_uri("synthetic:hne?width=64&height=48&count=1&tissue=neuropil&pale=0.6&jpeg=85");
+  EXPECT_EQ(np.uri(),
+            "synthetic:hne?width=64&height=48&count=1&seed=1&mpp=0.25&density=1&stain=1&blur=1&noise=1&pale=0.6&"
+            "tissue=neuropil&jpeg=85");
+  EXPECT_FALSE(
+      same_pixels(io::synthetic_image(np, 0),
+                  io::synthetic_image(io::parse_synthetic_uri("synthetic:hne?width=64&height=48&count=1"), 0)));
+  auto err = [](const std::string& uri) {
+    return error_of([&] { harness("io.read_images", {{"path", uri}}).source(); });
+  };
+  const auto tissue = err("synthetic:hne?width=16&tissue=brain");
+  EXPECT_NE(tissue.find("tissue must be one of stroma, neuropil, mixed, got 'brain'"), std::string::npos) << tissue;
+  const auto condition = err("synthetic:hne?width=16&condition=glioma");
+  EXPECT_NE(condition.find("unknown condition 'glioma' (valid: stroma, neuropil"), std::string::npos) << condition;
+  const auto pale = err("synthetic:hne?width=16&pale=3");
+  EXPECT_NE(pale.find("pale must be in [0, 1], got 3"), std::string::npos) << pale;
+  const auto jpeg = err("synthetic:hne?width=16&jpeg=high");
+  EXPECT_NE(jpeg.find("'jpeg' must be an integer in [0, 100], got 'high'"), std::string::npos) << jpeg;
+  const auto key = err("synthetic:hne?width=16&colour=red");
+  EXPECT_NE(key.find("(valid: width, height, count, seed, condition, mpp,"), std::string::npos) << key;
+}
+
 TEST(ImageHeader, SizesOfEveryFormatWithoutDecoding) {
   const auto dir = test::scratch();
   const cv::Mat img(37, 53, CV_8UC3, cv::Scalar(10, 20, 30));

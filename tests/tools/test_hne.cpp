@@ -1,9 +1,7 @@
 // The synthetic H&E generator: determinism, sizes, and whether the truth and
 // the pixels agree the way a segmentation method relies on.
-#include <gtest/gtest.h>
-#include <sys/wait.h>
-
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -16,12 +14,17 @@
 
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
+#include <sys/wait.h>
 
+#include <gtest/gtest.h>
+
+#include "hne/conditions.hpp"
 #include "hne/generate.hpp"
 
 namespace fs = std::filesystem;
 using flowd::hne::generate;
 using flowd::hne::Params;
+using flowd::hne::Tissue;
 
 namespace {
 
@@ -55,10 +58,36 @@ cv::Mat haematoxylin_od(const cv::Mat& rgb) {
     for (int x = 0; x < rgb.cols; ++x) {
       const cv::Vec3b px = rgb.at<cv::Vec3b>(y, x);
       cv::Vec3d od;
-      for (int c = 0; c < 3; ++c) od[c] = -std::log10((px[c] + 1.0) / 256.0);
+      for (int c = 0; c < 3; ++c)
+        od[c] = -std::log10((px[c] + 1.0) / 256.0);
       out.at<double>(y, x) = (inv * od)[0];
     }
   return out;
+}
+
+// Mean haematoxylin OD of each nucleus (index label - 1).
+std::vector<double> nucleus_od(const cv::Mat& od, const cv::Mat& labels, int n) {
+  std::vector<double> sum(static_cast<std::size_t>(n), 0.0), count(static_cast<std::size_t>(n), 0.0);
+  for (int y = 0; y < labels.rows; ++y)
+    for (int x = 0; x < labels.cols; ++x)
+      if (const int l = labels.at<int>(y, x); l > 0) {
+        sum[static_cast<std::size_t>(l - 1)] += od.at<double>(y, x);
+        count[static_cast<std::size_t>(l - 1)] += 1.0;
+      }
+  for (std::size_t i = 0; i < sum.size(); ++i)
+    sum[i] /= std::max(1.0, count[i]);
+  return sum;
+}
+
+double percentile(const cv::Mat& values, const cv::Mat& mask, double q) {
+  std::vector<double> v;
+  for (int y = 0; y < values.rows; ++y)
+    for (int x = 0; x < values.cols; ++x)
+      if (mask.at<std::uint8_t>(y, x)) v.push_back(values.at<double>(y, x));
+  if (v.empty()) return 0.0;
+  const auto k = static_cast<std::size_t>(q * static_cast<double>(v.size() - 1));
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.end());
+  return v[k];
 }
 
 struct CliRun {
@@ -116,7 +145,8 @@ TEST(Hne, LabelsAreConsecutive) {
     ASSERT_GE(*it, 0);
     ++area[static_cast<std::size_t>(*it)];
   }
-  for (int i = 1; i <= n; ++i) EXPECT_GT(area[static_cast<std::size_t>(i)], 0) << "label " << i;
+  for (int i = 1; i <= n; ++i)
+    EXPECT_GT(area[static_cast<std::size_t>(i)], 0) << "label " << i;
 }
 
 TEST(Hne, NucleiCarryTheHaematoxylin) {
@@ -155,7 +185,8 @@ TEST(Hne, AllGlassIsBrightAndEmpty) {
   const auto s = generate(p);
   EXPECT_EQ(max_label(s.labels), 0);
   const cv::Scalar m = cv::mean(s.rgb);
-  for (int c = 0; c < 3; ++c) EXPECT_GT(m[c], 215.0);
+  for (int c = 0; c < 3; ++c)
+    EXPECT_GT(m[c], 215.0);
 }
 
 TEST(Hne, CountsScaleWithDensity) {
@@ -246,7 +277,8 @@ TEST(HneCli, WritesImagesAndSixteenBitTruth) {
   }
   // Nothing but the images and the log: no temporary files left behind.
   int files = 0;
-  for (const auto& e : fs::recursive_directory_iterator(dir)) files += e.is_regular_file();
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    files += e.is_regular_file();
   EXPECT_EQ(files, 5);
 }
 
@@ -262,4 +294,357 @@ TEST(HneCli, BadArgumentsFailClearly) {
   EXPECT_EQ(r.rc, 1);
   EXPECT_NE(r.out.find("--out is required"), std::string::npos) << r.out;
   EXPECT_FALSE(fs::exists(dir / "images"));
+}
+
+// ---- The conditions of real tiles (issue 13) -------------------------------
+
+TEST(Hne, NewParametersAreValidatedByName) {
+  struct Case {
+    const char* name;
+    void (*set)(Params&);
+  };
+  const Case cases[] = {
+      {"neuropil_share", [](Params& p) { p.neuropil_share = 1.5; }},
+      {"pale", [](Params& p) { p.pale = -0.1; }},
+      {"overlap", [](Params& p) { p.overlap = 2.0; }},
+      {"stain_jitter", [](Params& p) { p.stain_jitter = 4.5; }},
+      {"scanner", [](Params& p) { p.scanner = -1.0; }},
+      {"jpeg", [](Params& p) { p.jpeg = 101; }},
+      {"jpeg", [](Params& p) { p.jpeg = -1; }},
+      {"tissue", [](Params& p) { p.tissue = static_cast<Tissue>(7); }},
+  };
+  for (const Case& c : cases) {
+    Params p = small(64, 64);
+    c.set(p);
+    try {
+      flowd::hne::validate(p);
+      ADD_FAILURE() << c.name << ": no error";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string(c.name) + " must be"), std::string::npos) << e.what();
+    }
+    EXPECT_THROW(generate(p), std::invalid_argument) << c.name;
+  }
+  try {
+    flowd::hne::tissue_from_name("cortex");
+    FAIL() << "no error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("tissue must be one of stroma, neuropil, mixed, got 'cortex'"),
+              std::string::npos)
+        << e.what();
+  }
+  for (Tissue t : {Tissue::stroma, Tissue::neuropil, Tissue::mixed})
+    EXPECT_EQ(flowd::hne::tissue_from_name(flowd::hne::name_of(t)), t);
+}
+
+TEST(Hne, EveryConditionGeneratesConsistentTruth) {
+  const auto& all = flowd::hne::conditions();
+  ASSERT_GE(all.size(), 10u);
+  for (const auto& c : all) {
+    Params p = small(256, 256);
+    p.seed = 5;
+    flowd::hne::apply_condition(c.name, p);
+    EXPECT_NO_THROW(flowd::hne::validate(p)) << c.name;
+    const auto s = generate(p);
+    const int n = max_label(s.labels);
+    EXPECT_GT(n, 5) << c.name;
+    ASSERT_EQ(s.nuclei.size(), static_cast<std::size_t>(n)) << c.name;
+    ASSERT_EQ(s.depth.type(), CV_8U);
+    std::vector<int> area(static_cast<std::size_t>(n) + 1, 0);
+    for (int y = 0; y < s.labels.rows; ++y)
+      for (int x = 0; x < s.labels.cols; ++x) {
+        const int l = s.labels.at<int>(y, x);
+        ASSERT_GE(l, 0);
+        ++area[static_cast<std::size_t>(l)];
+        // A labelled pixel lies inside at least one outline, and only there.
+        ASSERT_EQ(l > 0, s.depth.at<std::uint8_t>(y, x) > 0) << c.name << " at " << x << "," << y;
+      }
+    for (int i = 1; i <= n; ++i)
+      EXPECT_GT(area[static_cast<std::size_t>(i)], 0) << c.name << " label " << i;
+    for (const auto& info : s.nuclei)
+      EXPECT_LE(info.front_of, n);
+    // Deterministic in (Params, index), and the seed matters.
+    const auto again = generate(p);
+    EXPECT_TRUE(same(s.rgb, again.rgb)) << c.name;
+    EXPECT_TRUE(same(s.labels, again.labels)) << c.name;
+    Params q = p;
+    q.seed = 6;
+    EXPECT_FALSE(same(s.rgb, generate(q).rgb)) << c.name;
+  }
+  Params p;
+  EXPECT_THROW(flowd::hne::apply_condition("glioma", p), std::invalid_argument);
+}
+
+TEST(Hne, ConditionsKeepSizeAndSeed) {
+  Params p = small(200, 100);
+  p.seed = 77;
+  flowd::hne::apply_condition("20x", p);
+  EXPECT_EQ(p.width, 200);
+  EXPECT_EQ(p.height, 100);
+  EXPECT_EQ(p.seed, 77u);
+  EXPECT_EQ(p.mpp, 0.5);
+  flowd::hne::apply_condition("hard", p);
+  EXPECT_EQ(p.tissue, Tissue::mixed);
+  EXPECT_GT(p.neuropil_share, 0.5);
+  EXPECT_GT(p.overlap, 0.0);
+  EXPECT_GT(p.jpeg, 0);
+}
+
+// Overlapping nuclei: the absorbance adds in the image, and the truth gives
+// the shared pixels to the nucleus in front.
+TEST(Hne, OverlapTheFrontNucleusOwnsTheSharedPixels) {
+  Params p = small(512, 512);
+  p.background = 0.0;
+  p.density = 2.0;
+  p.cluster = 0.6;
+  p.overlap = 0.5;
+  const auto s = generate(p);
+  const int n = max_label(s.labels);
+  int pairs = 0;
+  for (const auto& info : s.nuclei)
+    pairs += info.front_of > 0;
+  ASSERT_GT(pairs, 10) << "overlapping pairs";
+  // A pixel of a back nucleus B under two or more outlines next to a pixel of
+  // the nucleus F in front of B would be F's if the overlap were F's.
+  long long shared = 0, taken_by_back = 0;
+  for (int y = 1; y + 1 < s.labels.rows; ++y)
+    for (int x = 1; x + 1 < s.labels.cols; ++x) {
+      if (s.depth.at<std::uint8_t>(y, x) < 2) continue;
+      ++shared;
+      const int b = s.labels.at<int>(y, x);
+      for (int dy = -1; dy <= 1; ++dy)
+        for (int dx = -1; dx <= 1; ++dx) {
+          const int f = s.labels.at<int>(y + dy, x + dx);
+          if (f > 0 && f != b && s.nuclei[static_cast<std::size_t>(f - 1)].front_of == b) {
+            ++taken_by_back;
+            dx = dy = 2;  // count the pixel once
+          }
+        }
+    }
+  std::printf(
+      "%d nuclei, %d in front of another; %lld pixels under 2+ outlines, %lld of them a back nucleus's next "
+      "to its front one\n",
+      n, pairs, shared, taken_by_back);
+  ASSERT_GT(shared, 500);
+  EXPECT_LT(static_cast<double>(taken_by_back), 0.01 * static_cast<double>(shared));
+  // Beer-Lambert: where two nuclei overlap the haematoxylin adds up.
+  const cv::Mat od = haematoxylin_od(s.rgb);
+  const double one = cv::mean(od, s.depth == 1)[0], two = cv::mean(od, s.depth >= 2)[0];
+  std::printf("haematoxylin OD under one outline %.3f, under two or more %.3f\n", one, two);
+  EXPECT_GT(two, 1.4 * one);
+}
+
+TEST(Hne, JpegChangesThePixelsAndNothingElse) {
+  Params p = small(256, 256);
+  const auto plain = generate(p);
+  Params zero = p;
+  zero.jpeg = 0;
+  EXPECT_TRUE(same(plain.rgb, generate(zero).rgb)) << "jpeg = 0 is no compression";
+  for (int q : {90, 70}) {
+    Params j = p;
+    j.jpeg = q;
+    const auto s = generate(j);
+    EXPECT_TRUE(same(plain.labels, s.labels)) << q;
+    const double diff = cv::norm(plain.rgb, s.rgb, cv::NORM_L1) / static_cast<double>(plain.rgb.total() * 3);
+    std::printf("jpeg %d: mean absolute change %.2f grey levels\n", q, diff);
+    EXPECT_GT(diff, 0.5) << q;
+    EXPECT_LT(diff, 8.0) << q;
+  }
+}
+
+// Neuropil: haematoxylin-tinted, textured background between the same
+// nuclei (the layout does not depend on the tissue parameter), reaching a
+// sizeable part of a pale nucleus's haematoxylin in places.
+TEST(Hne, NeuropilRaisesTheBackgroundHaematoxylin) {
+  Params p = small(512, 512);
+  p.background = 0.0;
+  p.rbc = 0.0;
+  p.seed = 4;
+  p.pale = 0.6;
+  const auto stroma = generate(p);
+  p.tissue = Tissue::neuropil;
+  const auto neuropil = generate(p);
+  ASSERT_TRUE(same(stroma.labels, neuropil.labels)) << "same nuclei, other background";
+  const cv::Mat bg = stroma.labels == 0;
+  cv::Mat away;  // background pixels at least 3 px from any nucleus (no blur spill)
+  cv::erode(bg, away, cv::getStructuringElement(cv::MORPH_ELLIPSE, cv::Size(7, 7)));
+  const cv::Mat od_s = haematoxylin_od(stroma.rgb), od_n = haematoxylin_od(neuropil.rgb);
+  const double mean_s = cv::mean(od_s, away)[0], mean_n = cv::mean(od_n, away)[0];
+  const double p95_n = percentile(od_n, away, 0.95), p99_n = percentile(od_n, away, 0.99);
+  const int n = max_label(stroma.labels);
+  const auto per = nucleus_od(od_n, neuropil.labels, n);
+  double pale = 0;
+  int pales = 0;
+  for (int i = 0; i < n; ++i)
+    if (neuropil.nuclei[static_cast<std::size_t>(i)].pale) {
+      pale += per[static_cast<std::size_t>(i)];
+      ++pales;
+    }
+  ASSERT_GT(pales, 3);
+  pale /= pales;
+  cv::Scalar m_s, sd_s, m_n, sd_n;
+  cv::Mat hp_s, hp_n;  // fine texture: the image minus its 2 um blur
+  cv::GaussianBlur(od_s, hp_s, cv::Size(), 8.0);
+  cv::GaussianBlur(od_n, hp_n, cv::Size(), 8.0);
+  cv::meanStdDev(od_s - hp_s, m_s, sd_s, away);
+  cv::meanStdDev(od_n - hp_n, m_n, sd_n, away);
+  std::printf(
+      "background haematoxylin OD: stroma %.3f, neuropil %.3f (95th percentile %.3f, 99th %.3f); pale nuclei "
+      "%.3f; fine texture sd %.3f vs %.3f\n",
+      mean_s, mean_n, p95_n, p99_n, pale, sd_s[0], sd_n[0]);
+  EXPECT_GT(mean_n, mean_s + 0.05);
+  EXPECT_GT(p95_n, 0.3 * pale);
+  EXPECT_LT(p95_n, 0.65 * pale);
+  EXPECT_LT(mean_n, 0.4 * pale);
+  EXPECT_GT(sd_n[0], 1.25 * sd_s[0]);
+  // Purple-grey, not pink: less red over green than stroma.
+  const cv::Scalar cs = cv::mean(stroma.rgb, away), cn = cv::mean(neuropil.rgb, away);
+  EXPECT_LT(cn[0] - cn[1], cs[0] - cs[1]);
+}
+
+TEST(Hne, MixedSpansStromaToNeuropil) {
+  Params p = small(256, 256);
+  const auto stroma = generate(p);
+  p.tissue = Tissue::neuropil;
+  const auto neuropil = generate(p);
+  p.tissue = Tissue::mixed;
+  p.neuropil_share = 0.0;
+  EXPECT_TRUE(same(generate(p).rgb, stroma.rgb));
+  p.neuropil_share = 1.0;
+  EXPECT_TRUE(same(generate(p).rgb, neuropil.rgb));
+  p.neuropil_share = 0.5;
+  const auto mixed = generate(p);
+  EXPECT_FALSE(same(mixed.rgb, stroma.rgb));
+  EXPECT_FALSE(same(mixed.rgb, neuropil.rgb));
+}
+
+TEST(Hne, PaleNucleiAreLighterThanDarkOnes) {
+  Params p = small(768, 768);
+  p.pale = 0.6;
+  p.background = 0.0;
+  const auto s = generate(p);
+  const int n = max_label(s.labels);
+  const auto per = nucleus_od(haematoxylin_od(s.rgb), s.labels, n);
+  double pale = 0, dark = 0;
+  int np = 0, nd = 0;
+  for (int i = 0; i < n; ++i) {
+    const auto& info = s.nuclei[static_cast<std::size_t>(i)];
+    if (info.kind != flowd::hne::Kind::tumour) continue;
+    (info.pale ? pale : dark) += per[static_cast<std::size_t>(i)];
+    ++(info.pale ? np : nd);
+  }
+  ASSERT_GT(np, 20);
+  ASSERT_GT(nd, 10);
+  std::printf("tumour nuclei: %d pale (mean OD %.3f), %d dark (%.3f)\n", np, pale / np, nd, dark / nd);
+  EXPECT_LT(pale / np, 0.85 * (dark / nd));
+  EXPECT_NEAR(static_cast<double>(np) / (np + nd), 0.6, 0.12);
+  p.pale = 0.0;
+  for (const auto& info : generate(p).nuclei)
+    EXPECT_FALSE(info.pale);
+}
+
+// Per-tile stain and scanner variation: the colour of the glass (white
+// balance, exposure) and the hue of the nuclei (stain vectors, amounts)
+// spread more from tile to tile.
+TEST(Hne, StainJitterAndScannerWidenTheTileToTileSpread) {
+  auto sd = [](const std::vector<double>& v) {
+    double sum = 0, sum2 = 0;
+    for (double x : v)
+      sum += x;
+    const double mean = sum / static_cast<double>(v.size());
+    for (double x : v)
+      sum2 += (x - mean) * (x - mean);
+    return std::sqrt(sum2 / static_cast<double>(v.size()));
+  };
+  // (glass spread, nuclei hue spread) over 12 tiles: the standard
+  // deviations of each channel's value, summed over the channels.
+  auto spread = [&](Params p) {
+    std::array<std::vector<double>, 3> glass, hue;
+    for (int i = 0; i < 12; ++i) {
+      p.background = 1.0;
+      const cv::Scalar g = cv::mean(generate(p, i).rgb);
+      for (std::size_t c = 0; c < 3; ++c)
+        glass[c].push_back(std::log(g[static_cast<int>(c)] + 1.0));
+      p.background = 0.0;
+      const auto s = generate(p, i);
+      if (cv::countNonZero(s.labels) < 200) continue;
+      const cv::Scalar m = cv::mean(s.rgb, s.labels > 0);
+      cv::Vec3d od;
+      for (int c = 0; c < 3; ++c)
+        od[c] = -std::log((m[c] + 1.0) / 256.0);
+      od = cv::normalize(od);
+      for (std::size_t c = 0; c < 3; ++c)
+        hue[c].push_back(od[static_cast<int>(c)]);
+    }
+    double g = 0, h = 0;
+    for (std::size_t c = 0; c < 3; ++c) {
+      g += sd(glass[c]);
+      h += sd(hue[c]);
+    }
+    return std::pair{g, h};
+  };
+  Params p = small(256, 256);
+  const auto [glass1, hue1] = spread(p);
+  p.stain_jitter = 2.5;
+  p.scanner = 1.0;
+  const auto [glass2, hue2] = spread(p);
+  std::printf("tile-to-tile spread: glass %.4f -> %.4f, nuclei %.4f -> %.4f\n", glass1, glass2, hue1, hue2);
+  EXPECT_GT(glass2, 1.5 * glass1);
+  EXPECT_GT(hue2, 1.5 * hue1);
+  p.stain_jitter = 0.0;
+  p.scanner = 0.0;
+  EXPECT_NO_THROW(generate(p));
+}
+
+TEST(HneCli, ConditionsAndNewOptions) {
+  const auto dir = scratch();
+  CliRun r = synth("--condition list", dir);
+  ASSERT_EQ(r.rc, 0) << r.out;
+  for (const char* name :
+       {"stroma", "neuropil", "mixed", "pale-dark", "crowded", "stain-variation", "blur", "jpeg", "20x", "hard"})
+    EXPECT_NE(r.out.find(std::string(name) + " "), std::string::npos) << name << "\n" << r.out;
+  // An explicit option overrides the preset, wherever it stands.
+  r = synth("--mpp 0.25 --condition 20x --out " + (dir / "a").string() + " --size 96x64 --seed 3", dir);
+  ASSERT_EQ(r.rc, 0) << r.out;
+  Params p = small(96, 64);
+  p.seed = 3;
+  flowd::hne::apply_condition("20x", p);
+  p.mpp = 0.25;
+  cv::Mat rgb;
+  cv::cvtColor(cv::imread((dir / "a" / "images" / "hne-0.png").string()), rgb, cv::COLOR_BGR2RGB);
+  EXPECT_TRUE(same(rgb, generate(p).rgb));
+  r = synth("--condition neuropil --pale 0.9 --tissue mixed --jpeg 80 --out " + (dir / "b").string() +
+                " --size 96x64 --seed 3",
+            dir);
+  ASSERT_EQ(r.rc, 0) << r.out;
+  p = small(96, 64);
+  p.seed = 3;
+  flowd::hne::apply_condition("neuropil", p);
+  p.pale = 0.9;
+  p.tissue = Tissue::mixed;
+  p.jpeg = 80;
+  cv::cvtColor(cv::imread((dir / "b" / "images" / "hne-0.png").string()), rgb, cv::COLOR_BGR2RGB);
+  EXPECT_TRUE(same(rgb, generate(p).rgb)) << "the PNG keeps the JPEG artefacts";
+}
+
+TEST(HneCli, BadNewOptionsFailClearly) {
+  const auto dir = scratch();
+  const std::string out = " --out " + (dir / "x").string() + " --size 32x32";
+  const std::pair<std::string, std::string> cases[] = {
+      {"--pale 1.5", "pale must be in [0, 1], got 1.5"},
+      {"--overlap -0.5", "overlap must be in [0, 1], got -0.5"},
+      {"--stain-jitter 9", "stain_jitter must be in [0, 4], got 9"},
+      {"--scanner 5", "scanner must be in [0, 4], got 5"},
+      {"--neuropil-share 2", "neuropil_share must be in [0, 1], got 2"},
+      {"--jpeg 101", "jpeg must be in [0, 100], got 101"},
+      {"--tissue brain", "tissue must be one of stroma, neuropil, mixed, got 'brain'"},
+      {"--condition glioma",
+       "unknown condition 'glioma' (valid: stroma, neuropil, mixed, pale-dark, crowded, "
+       "stain-variation, blur, jpeg, 20x, hard)"},
+  };
+  for (const auto& [args, message] : cases) {
+    const CliRun r = synth(args + out, dir);
+    EXPECT_EQ(r.rc, 1) << args;
+    EXPECT_NE(r.out.find(message), std::string::npos) << args << "\n" << r.out;
+  }
+  EXPECT_FALSE(fs::exists(dir / "x"));
 }

@@ -6,165 +6,27 @@
 #include <cmath>
 #include <limits>
 #include <numbers>
+#include <optional>
 #include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
+
+#include "neuropil.hpp"
+#include "random.hpp"
 
 namespace flowd::hne {
 
 namespace {
 
+using namespace detail;
+
 constexpr double ln10 = 2.302585092994046;
 constexpr int max_side = 65536;
 constexpr double max_pixels = 1024.0 * 1024.0 * 1024.0;
-
-// splitmix64's finaliser: decorrelates seeds that differ in a few bits.
-constexpr std::uint64_t mix64(std::uint64_t x) noexcept {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
-// Own transforms of mt19937_64: the standard distributions may differ
-// between standard libraries, and the data sets should not.
-class Rng {
-public:
-  explicit Rng(std::uint64_t seed) : engine_(seed) {}
-  std::uint64_t bits() { return engine_(); }
-  double uniform() { return static_cast<double>(engine_() >> 11) * 0x1.0p-53; }
-  double uniform(double lo, double hi) { return lo + (hi - lo) * uniform(); }
-  bool chance(double p) { return uniform() < p; }
-  double normal() {
-    const double u1 = 1.0 - uniform();  // (0, 1]: log is finite
-    const double u2 = uniform();
-    return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
-  }
-  // A unit vector with uniform angle.
-  std::pair<double, double> direction() {
-    const double t = uniform(0.0, 2.0 * std::numbers::pi);
-    return {std::cos(t), std::sin(t)};
-  }
-
-private:
-  std::mt19937_64 engine_;
-};
-
-double clamp01(double v) noexcept { return std::clamp(v, 0.0, 1.0); }
-double smoothstep(double t) noexcept {
-  t = clamp01(t);
-  return t * t * (3.0 - 2.0 * t);
-}
-
-// A smooth Gaussian random field with unit variance and correlation length
-// `scale` pixels: white noise on a coarse lattice, Gaussian-blurred there and
-// interpolated bilinearly. Lattice spacing scale/3 keeps the field smooth at a
-// fraction of the cost of a full-resolution blur.
-class Field {
-public:
-  Field(int width, int height, double scale, Rng& rng) : step_(std::max(1.0, scale / 3.0)) {
-    const double sigma = scale / step_;
-    pad_ = static_cast<int>(std::ceil(3.0 * sigma)) + 1;
-    const int gw = static_cast<int>(width / step_) + 2 * pad_ + 2;
-    const int gh = static_cast<int>(height / step_) + 2 * pad_ + 2;
-    grid_.create(gh, gw, CV_32F);
-    for (int y = 0; y < gh; ++y)
-      for (int x = 0; x < gw; ++x) grid_.at<float>(y, x) = static_cast<float>(rng.normal());
-    cv::GaussianBlur(grid_, grid_, cv::Size(), sigma, sigma, cv::BORDER_REFLECT);
-    // The variance of white noise after a 2-D Gaussian of width sigma is
-    // 1 / (4 pi sigma^2): normalising analytically (not by the sample
-    // deviation) keeps a small image's field as calm as a large one's.
-    grid_ *= 2.0 * std::sqrt(std::numbers::pi) * sigma;
-    columns(width);
-  }
-
-  // Applies a pointwise map to the lattice: interpolating mapped values is
-  // as good at this smoothness and saves the map per pixel.
-  template <class F>
-  void transform(F&& f) {
-    for (auto it = grid_.begin<float>(); it != grid_.end<float>(); ++it) *it = static_cast<float>(f(*it));
-  }
-
-  float at(double x, double y) const {
-    const double gx = std::clamp(x / step_ + pad_, 0.0, grid_.cols - 1.001);
-    const double gy = std::clamp(y / step_ + pad_, 0.0, grid_.rows - 1.001);
-    const int ix = static_cast<int>(gx), iy = static_cast<int>(gy);
-    const float fx = static_cast<float>(gx - ix), fy = static_cast<float>(gy - iy);
-    const float* r0 = grid_.ptr<float>(iy);
-    const float* r1 = grid_.ptr<float>(iy + 1);
-    const float top = r0[ix] + fx * (r0[ix + 1] - r0[ix]);
-    const float bottom = r1[ix] + fx * (r1[ix + 1] - r1[ix]);
-    return top + fy * (bottom - top);
-  }
-
-  // The field at the centres of pixel row y, into out[0 .. width).
-  void row(int y, float* out) {
-    const double gy = std::clamp((y + 0.5) / step_ + pad_, 0.0, grid_.rows - 1.001);
-    const int iy = static_cast<int>(gy);
-    const float fy = static_cast<float>(gy - iy);
-    const float* r0 = grid_.ptr<float>(iy);
-    const float* r1 = grid_.ptr<float>(iy + 1);
-    for (int gx = 0; gx < grid_.cols; ++gx) lattice_[static_cast<std::size_t>(gx)] = r0[gx] + fy * (r1[gx] - r0[gx]);
-    const std::size_t n = xi_.size();
-    for (std::size_t x = 0; x < n; ++x) {
-      const float* l = &lattice_[static_cast<std::size_t>(xi_[x])];
-      out[x] = l[0] + xw_[x] * (l[1] - l[0]);
-    }
-  }
-
-private:
-  void columns(int width) {
-    xi_.resize(static_cast<std::size_t>(width));
-    xw_.resize(static_cast<std::size_t>(width));
-    for (int x = 0; x < width; ++x) {
-      const double gx = std::clamp((x + 0.5) / step_ + pad_, 0.0, grid_.cols - 1.001);
-      xi_[static_cast<std::size_t>(x)] = static_cast<int>(gx);
-      xw_[static_cast<std::size_t>(x)] = static_cast<float>(gx - static_cast<int>(gx));
-    }
-    lattice_.resize(static_cast<std::size_t>(grid_.cols));
-  }
-
-  double step_;
-  int pad_ = 0;
-  cv::Mat grid_;
-  std::vector<int> xi_;
-  std::vector<float> xw_;
-  std::vector<float> lattice_;
-};
-
-// Band-limited noise with unit variance on a periodic square, for textures at
-// the scale of chromatin or cytoplasmic granules. Periodic so it costs
-// size^2 floats whatever the image size; callers offset and combine periods
-// so the repetition does not show.
-class Texture {
-public:
-  // `size` must be a power of two.
-  Texture(int size, double sigma, Rng& rng) : size_(size), mask_(size - 1) {
-    sigma = std::max(0.6, sigma);
-    const int pad = static_cast<int>(std::ceil(4.0 * sigma)) + 1;
-    cv::Mat base(size, size, CV_32F);
-    for (int y = 0; y < size; ++y)
-      for (int x = 0; x < size; ++x) base.at<float>(y, x) = static_cast<float>(rng.normal());
-    cv::Mat wide;
-    cv::copyMakeBorder(base, wide, pad, pad, pad, pad, cv::BORDER_WRAP);
-    cv::GaussianBlur(wide, wide, cv::Size(), sigma, sigma, cv::BORDER_REFLECT);
-    cv::Mat t = wide(cv::Rect(pad, pad, size, size)).clone();
-    cv::Scalar mean, dev;
-    cv::meanStdDev(t, mean, dev);
-    t = (t - mean[0]) / std::max(dev[0], 1e-6);
-    data_.assign(t.begin<float>(), t.end<float>());
-  }
-  float at(int x, int y) const { return row(y)[x & mask_]; }
-  const float* row(int y) const { return &data_[static_cast<std::size_t>(y & mask_) * static_cast<std::size_t>(size_)]; }
-  int mask() const { return mask_; }
-
-private:
-  int size_, mask_;
-  std::vector<float> data_;
-};
 
 // Per-image staining and acquisition: real slides differ in stain batch,
 // staining time and scanner, so each image draws its own.
@@ -173,6 +35,7 @@ struct Look {
   double h_gain, e_gain;           // stain strength
   std::array<double, 3> white;     // glass brightness per channel (0..255)
   double cell_bias;                // shifts the field between stroma-rich and cell-rich
+  double gamma = 1.0;              // scanner tone curve: out = 255 (in / 255)^gamma
 };
 
 std::array<double, 3> unit(std::array<double, 3> v) {
@@ -180,44 +43,69 @@ std::array<double, 3> unit(std::array<double, 3> v) {
   return {v[0] / n, v[1] / n, v[2] / n};
 }
 
-Look draw_look(const Params& p, Rng& rng) {
+// centre + j * spread * N, clamped to the range [lo, hi] widened j times
+// about the centre (floored at `floor`); j = 1 is exactly today's range.
+double jittered(double centre, double spread, double lo, double hi, double j, double n, double floor = 0.01) {
+  if (j != 1.0) {
+    lo = std::max(floor, centre - (centre - lo) * j);
+    hi = centre + (hi - centre) * j;
+  }
+  return std::clamp(centre + j * spread * n, lo, hi);
+}
+
+// `rng` is the layout's stream (its draws are today's, scaled by
+// stain_jitter); `scan` a separate stream for the scanner, so scanner = 0
+// leaves every other draw as it was.
+Look draw_look(const Params& p, Rng& rng, Rng& scan) {
   Look k{};
+  const double j = p.stain_jitter;
   // Around Ruifrok & Johnston's vectors, with the spread seen between labs.
-  k.h = unit({std::clamp(0.65 + 0.05 * rng.normal(), 0.5, 0.8), std::clamp(0.70 + 0.04 * rng.normal(), 0.6, 0.8),
-              std::clamp(0.29 + 0.06 * rng.normal(), 0.15, 0.45)});
+  const double h0 = rng.normal(), h1 = rng.normal(), h2 = rng.normal();
+  k.h = unit({jittered(0.65, 0.05, 0.5, 0.8, j, h0), jittered(0.70, 0.04, 0.6, 0.8, j, h1),
+              jittered(0.29, 0.06, 0.15, 0.45, j, h2)});
   // Eosin's blue share is skewed upwards: vectors estimated from real slides
   // (Macenko) absorb more blue than Ruifrok's, which look magenta.
-  k.e = unit({std::clamp(0.07 + 0.04 * rng.normal(), 0.02, 0.2), std::clamp(0.99 + 0.02 * rng.normal(), 0.9, 1.0),
-              std::clamp(0.11 + std::abs(0.15 * rng.normal()), 0.05, 0.45)});
+  const double e0 = rng.normal(), e1 = rng.normal(), e2 = std::abs(rng.normal());
+  k.e = unit({jittered(0.07, 0.04, 0.02, 0.2, j, e0, 0.005), jittered(0.99, 0.02, 0.9, 1.0, j, e1),
+              jittered(0.11, 0.15, 0.05, 0.45, j, e2)});
   // Oxyhaemoglobin absorbs blue (Soret band) and green, hardly red.
   k.hb = unit({0.10, 0.60, 0.79});
-  k.h_gain = p.stain * std::exp(0.15 * rng.normal());
-  k.e_gain = p.stain * std::exp(0.20 * rng.normal());
-  const double level = std::clamp(0.955 + 0.015 * rng.normal(), 0.9, 0.995);
-  for (auto& w : k.white) w = 255.0 * std::clamp(level + 0.008 * rng.normal(), 0.88, 1.0);
+  k.h_gain = p.stain * std::exp(0.15 * j * rng.normal());
+  k.e_gain = p.stain * std::exp(0.20 * j * rng.normal());
+  const double level = jittered(0.955, 0.015, 0.9, 0.995, j, rng.normal());
+  for (auto& w : k.white)
+    w = 255.0 * std::min(1.0, jittered(level, 0.008, 0.88, 1.0, j, rng.normal()));
   k.cell_bias = rng.uniform(-0.6, 1.2);
+  if (p.scanner > 0.0) {
+    // Scanners differ in exposure, white balance and tone curve.
+    const double bright = std::exp(0.05 * p.scanner * scan.normal());
+    for (auto& w : k.white)
+      w = std::min(255.0, w * bright * std::exp(0.03 * p.scanner * scan.normal()));
+    k.gamma = std::clamp(std::exp(0.12 * p.scanner * scan.normal()), 0.6, 1.6);
+  }
   return k;
 }
 
-enum class Kind { epithelial, lymphocyte, stromal };
-
 struct Nucleus {
-  double cx = 0, cy = 0;       // centre, pixels (pixel (x, y) covers [x, x+1) x [y, y+1))
-  double a = 1, b = 1;         // semi-axes in pixels, a along (ct, st)
+  double cx = 0, cy = 0;  // centre, pixels (pixel (x, y) covers [x, x+1) x [y, y+1))
+  double a = 1, b = 1;    // semi-axes in pixels, a along (ct, st)
   double ct = 1, st = 0;
-  double bend = 0;             // banana shape of spindle nuclei
+  double bend = 0;                   // banana shape of spindle nuclei
   std::array<double, 4> hc{}, hs{};  // outline harmonics 2..5
-  double h = 0;                // haematoxylin concentration
-  double tex = 0;              // chromatin texture amplitude (relative)
-  double rim = 0;              // extra concentration at the nuclear membrane
-  double e_keep = 0.5;         // share of the cytoplasmic eosin left inside
-  double halo = 0;             // perinuclear clearing width in pixels
-  int ox = 0, oy = 0;          // texture offsets
+  double h = 0;                      // haematoxylin concentration
+  double tex = 0;                    // chromatin texture amplitude (relative)
+  double rim = 0;                    // extra concentration at the nuclear membrane
+  double e_keep = 0.5;               // share of the cytoplasmic eosin left inside
+  double halo = 0;                   // perinuclear clearing width in pixels
+  int ox = 0, oy = 0;                // texture offsets
   int nucleoli = 0;
   std::array<double, 2> nx{}, ny{}, nr{};
-  double extent = 1;           // no part of the outline is farther from the centre
-  double skip2 = 1e300;        // squared normalised radius beyond which probe() need not look
-  Kind kind = Kind::epithelial;
+  double extent = 1;     // no part of the outline is farther from the centre
+  double skip2 = 1e300;  // squared normalised radius beyond which probe() need not look
+  Kind kind = Kind::tumour;
+  bool pale = false;  // vesicular
+  int layer = 0;      // nuclei on a higher layer lie in front and own shared pixels
+  int front_of = -1;  // index of the nucleus this one lies over
 };
 
 // Radius of the (a, b) ellipse oriented (ct, st) in the direction (dx, dy).
@@ -264,7 +152,9 @@ struct Rbc {
 class Grid {
 public:
   Grid(int width, int height, double cell, double margin)
-      : cell_(cell), margin_(margin), cols_(static_cast<int>((width + 2 * margin) / cell) + 1),
+      : cell_(cell),
+        margin_(margin),
+        cols_(static_cast<int>((width + 2 * margin) / cell) + 1),
         rows_(static_cast<int>((height + 2 * margin) / cell) + 1),
         cells_(static_cast<std::size_t>(cols_) * static_cast<std::size_t>(rows_)) {}
 
@@ -312,16 +202,28 @@ struct Scene {
   int w, h;
   double px_per_um;
   Rng& rng;
+  Rng& side;  // draws that only parameters off by default need, so the defaults' stream stays as it was
   Look look;
   Field tissue_f, cell_f, theta_f, stain_h, stain_e;
   double tissue_threshold = 0;
   Texture fine, coarse, gran1, gran2;
 
-  Scene(const Params& params, Rng& r)
-      : p(params), w(params.width), h(params.height), px_per_um(1.0 / params.mpp), rng(r), look(draw_look(params, r)),
-        tissue_f(w, h, 120.0 * px_per_um, r), cell_f(w, h, 45.0 * px_per_um, r), theta_f(w, h, 40.0 * px_per_um, r),
-        stain_h(w, h, 150.0 * px_per_um, r), stain_e(w, h, 150.0 * px_per_um, r),
-        fine(256, 0.3 * px_per_um, r), coarse(256, 0.8 * px_per_um, r), gran1(1024, 0.6 * px_per_um, r),
+  Scene(const Params& params, Rng& r, Rng& side_rng, Rng& scan)
+      : p(params),
+        w(params.width),
+        h(params.height),
+        px_per_um(1.0 / params.mpp),
+        rng(r),
+        side(side_rng),
+        look(draw_look(params, r, scan)),
+        tissue_f(w, h, 120.0 * px_per_um, r),
+        cell_f(w, h, 45.0 * px_per_um, r),
+        theta_f(w, h, 40.0 * px_per_um, r),
+        stain_h(w, h, 150.0 * px_per_um, r),
+        stain_e(w, h, 150.0 * px_per_um, r),
+        fine(256, 0.3 * px_per_um, r),
+        coarse(256, 0.8 * px_per_um, r),
+        gran1(1024, 0.6 * px_per_um, r),
         gran2(512, 1.5 * px_per_um, r) {
     tissue_threshold = glass_threshold();
     const double bias = look.cell_bias;
@@ -338,7 +240,8 @@ struct Scene {
     std::vector<float> v;
     v.reserve(static_cast<std::size_t>(nx) * static_cast<std::size_t>(ny));
     for (int j = 0; j < ny; ++j)
-      for (int i = 0; i < nx; ++i) v.push_back(tissue_f.at((i + 0.5) * w / nx, (j + 0.5) * h / ny));
+      for (int i = 0; i < nx; ++i)
+        v.push_back(tissue_f.at((i + 0.5) * w / nx, (j + 0.5) * h / ny));
     const auto k = static_cast<std::size_t>(p.background * static_cast<double>(v.size() - 1));
     std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.end());
     return v[k];
@@ -361,18 +264,18 @@ double nucleus_rate(double c) { return rate_stroma + c * (rate_cellular - rate_s
 Kind draw_kind(double c, Rng& rng) {
   const double epi = 0.08 + 0.82 * c;
   const double u = rng.uniform();
-  if (u < epi) return Kind::epithelial;
+  if (u < epi) return Kind::tumour;
   return u < epi + (1.0 - epi) * 0.45 ? Kind::lymphocyte : Kind::stromal;
 }
 
-Nucleus draw_nucleus(Kind kind, double cx, double cy, double px_per_um, Rng& rng) {
+Nucleus draw_nucleus(Kind kind, double cx, double cy, double px_per_um, double pale, Rng& rng) {
   Nucleus k;
   k.kind = kind;
   k.cx = cx;
   k.cy = cy;
   double d_um = 8.0, aspect = 1.0, irregular = 0.05;
   switch (kind) {
-    case Kind::epithelial:
+    case Kind::tumour:
       d_um = std::clamp(8.5 * std::exp(0.18 * rng.normal()), 6.0, 12.0);
       aspect = std::min(2.0, 1.0 + std::abs(0.25 * rng.normal()));
       irregular = rng.uniform(0.3, 1.0);
@@ -405,9 +308,10 @@ Nucleus draw_nucleus(Kind kind, double cx, double cy, double px_per_um, Rng& rng
   k.ox = static_cast<int>(rng.bits() & 0xffff);
   k.oy = static_cast<int>(rng.bits() & 0xffff);
   switch (kind) {
-    case Kind::epithelial:
-      if (rng.chance(0.35)) {
+    case Kind::tumour:
+      if (rng.chance(pale)) {
         // Vesicular: open chromatin, a stained membrane, nucleoli.
+        k.pale = true;
         k.h = rng.uniform(0.25, 0.45);
         k.tex = 0.55;
         k.rim = rng.uniform(0.2, 0.45);
@@ -475,10 +379,10 @@ Layout place(Scene& s) {
   const double area_um2 = static_cast<double>(s.w) * s.h * p.mpp * p.mpp;
   const auto target = static_cast<std::size_t>(std::llround(p.density * expected / (nx * ny) * area_um2));
 
-  auto fits = [&](const Body& b, int anchor) {
+  auto fits = [&](const Body& b, int anchor, double anchor_need) {
     return grid.all_near(b.cx, b.cy, [&](int id) {
       const Body& o = bodies[static_cast<std::size_t>(id)];
-      const double need = id == anchor ? 0.75 : 0.92;
+      const double need = id == anchor ? anchor_need : 0.92;
       return separation(b, o) >= need;
     });
   };
@@ -498,16 +402,25 @@ Layout place(Scene& s) {
       const auto [dx, dy] = rng.direction();
       const double c = s.cell_at(anchor.cx, anchor.cy);
       const Kind kind = rng.chance(0.8) ? anchor.kind : draw_kind(c, rng);
-      Nucleus k = draw_nucleus(kind, 0.0, 0.0, um, rng);
+      Nucleus k = draw_nucleus(kind, 0.0, 0.0, um, p.pale, rng);
       const double ra = radius_towards(anchor.a, anchor.b, anchor.ct, anchor.st, dx, dy);
       const double rk = radius_towards(k.a, k.b, k.ct, k.st, dx, dy);
-      const double d = (ra + rk) * rng.uniform(0.8, 0.95);
+      const double touch = rng.uniform(0.8, 0.95);
+      // Overlap: one nucleus lies over the other in the section's depth,
+      // hiding up to about half of it.
+      const bool over = p.overlap > 0.0 && s.side.chance(p.overlap);
+      const double d = (ra + rk) * (over ? s.side.uniform(0.55, 0.8) : touch);
       k.cx = anchor.cx + dx * d;
       k.cy = anchor.cy + dy * d;
       if (k.cx < -margin || k.cy < -margin || k.cx > s.w + margin || k.cy > s.h + margin) continue;
       if (s.tissue_at(k.cx, k.cy) < 0.5) continue;
-      const int anchor_id = nucleus_body[static_cast<std::size_t>(&anchor - out.nuclei.data())];
-      if (!fits(body_of(k), anchor_id)) continue;
+      const auto anchor_index = static_cast<std::size_t>(&anchor - out.nuclei.data());
+      const int anchor_id = nucleus_body[anchor_index];
+      if (!fits(body_of(k), anchor_id, over ? 0.5 : 0.75)) continue;
+      if (over) {
+        k.layer = anchor.layer + 1;
+        k.front_of = static_cast<int>(anchor_index);
+      }
       nucleus_body.push_back(static_cast<int>(bodies.size()));
       keep(k);
       continue;
@@ -515,7 +428,7 @@ Layout place(Scene& s) {
     const double x = rng.uniform(-margin, s.w + margin), y = rng.uniform(-margin, s.h + margin);
     const double c = s.cell_at(x, y);
     if (!rng.chance(s.tissue_at(x, y) * nucleus_rate(c) / rate_cellular)) continue;
-    Nucleus k = draw_nucleus(draw_kind(c, rng), x, y, um, rng);
+    Nucleus k = draw_nucleus(draw_kind(c, rng), x, y, um, p.pale, rng);
     // Packed tissue leaves gaps smaller than a nucleus: nudge a few times
     // before giving the spot up.
     bool placed = false;
@@ -526,7 +439,7 @@ Layout place(Scene& s) {
         k.cx = x + dx * d;
         k.cy = y + dy * d;
       }
-      placed = fits(body_of(k), -1);
+      placed = fits(body_of(k), -1, 0.92);
     }
     if (!placed) continue;
     nucleus_body.push_back(static_cast<int>(bodies.size()));
@@ -586,7 +499,8 @@ Layout place(Scene& s) {
     }
   }
   const auto singles = static_cast<int>(std::llround(p.rbc * area_mm2 * 150.0));
-  for (int i = 0; i < singles; ++i) try_rbc(draw_rbc(rng.uniform(0.0, s.w), rng.uniform(0.0, s.h)));
+  for (int i = 0; i < singles; ++i)
+    try_rbc(draw_rbc(rng.uniform(0.0, s.w), rng.uniform(0.0, s.h)));
   return out;
 }
 
@@ -611,7 +525,8 @@ cv::Mat draw_fibres(Scene& s) {
     const double flip = rng.chance(0.5) ? 0.0 : std::numbers::pi;
     pts.clear();
     for (int k = 0; k < steps; ++k) {
-      pts.emplace_back(static_cast<int>(std::lround(x * (1 << shift))), static_cast<int>(std::lround(y * (1 << shift))));
+      pts.emplace_back(static_cast<int>(std::lround(x * (1 << shift))),
+                       static_cast<int>(std::lround(y * (1 << shift))));
       const double theta = 0.5 * std::numbers::pi * s.theta_f.at(x, y) + flip + wave * std::sin(phase + freq * k);
       x += std::cos(theta) * 4.0 * um;
       y += std::sin(theta) * 4.0 * um;
@@ -624,12 +539,15 @@ cv::Mat draw_fibres(Scene& s) {
 
 // Concentration maps of the tissue without nuclei or red cells: cytoplasm
 // (eosin with a little haematoxylin, granular) where the field is cellular,
-// stroma (pale eosin plus collagen bundles) elsewhere, faint glass.
-void paint_background(Scene& s, const cv::Mat& fibres, cv::Mat& ch, cv::Mat& ce) {
-  std::vector<float> tf(static_cast<std::size_t>(s.w)), cf(static_cast<std::size_t>(s.w));
+// stroma (pale eosin plus collagen bundles) elsewhere, faint glass; where
+// there is neuropil, it replaces both (its cells show little cytoplasm).
+void paint_background(Scene& s, const cv::Mat& fibres, Neuropil* neuropil, cv::Mat& ch, cv::Mat& ce) {
+  const auto n = static_cast<std::size_t>(s.w);
+  std::vector<float> tf(n), cf(n), np_share(n), np_h(n), np_e(n);
   for (int y = 0; y < s.h; ++y) {
     s.tissue_f.row(y, tf.data());
     s.cell_f.row(y, cf.data());
+    if (neuropil) neuropil->row(y, np_share.data(), np_h.data(), np_e.data());
     const std::uint8_t* fib = fibres.ptr<std::uint8_t>(y);
     float* hp = ch.ptr<float>(y);
     float* ep = ce.ptr<float>(y);
@@ -643,15 +561,31 @@ void paint_background(Scene& s, const cv::Mat& fibres, cv::Mat& ch, cv::Mat& ce)
       const double g = 0.7 * g1[x & m1] + 0.7 * s.gran2.row(x)[y & m2];
       const double cyto_e = 0.20 + 0.035 * g, cyto_h = 0.05 + 0.01 * g;
       const double stroma_e = 0.07 + 0.32 * (fib[x] * (1.0 / 255.0)) + 0.015 * g;
-      const double e = t * (c * cyto_e + (1.0 - c) * std::max(0.0, stroma_e)) + (1.0 - t) * 0.01;
-      const double hh = t * (c * cyto_h + (1.0 - c) * 0.03) + (1.0 - t) * 0.004;
+      double e = t * (c * cyto_e + (1.0 - c) * std::max(0.0, stroma_e)) + (1.0 - t) * 0.01;
+      double hh = t * (c * cyto_h + (1.0 - c) * 0.03) + (1.0 - t) * 0.004;
+      if (neuropil) {
+        const double m = t * np_share[i];
+        e += m * (np_e[i] - e);
+        hh += m * (np_h[i] - hh);
+      }
       hp[x] = static_cast<float>(std::max(0.0, hh));
       ep[x] = static_cast<float>(std::max(0.0, e));
     }
   }
 }
 
-void paint_nuclei(const Scene& s, const std::vector<Nucleus>& nuclei, cv::Mat& ch, cv::Mat& ce, cv::Mat& labels) {
+// Does nucleus k take pixel (x, y) from nucleus o, which has it so far?
+// The one in front does; on one layer (touching nuclei, which overlap a
+// little) the one the pixel is relatively deeper in, which splits the
+// overlap along a natural line.
+// (odx, ody): the pixel centre relative to o's centre.
+bool takes(const Nucleus& k, double q, const Nucleus& o, double odx, double ody) {
+  if (k.layer != o.layer) return k.layer > o.layer;
+  return q < probe(o, odx, ody).q;
+}
+
+void paint_nuclei(const Scene& s, const std::vector<Nucleus>& nuclei, cv::Mat& ch, cv::Mat& ce, cv::Mat& labels,
+                  cv::Mat& depth) {
   for (std::size_t n = 0; n < nuclei.size(); ++n) {
     const Nucleus& k = nuclei[n];
     const double reach = k.extent + k.halo + 1.5;
@@ -664,6 +598,7 @@ void paint_nuclei(const Scene& s, const std::vector<Nucleus>& nuclei, cv::Mat& c
       float* hp = ch.ptr<float>(y);
       float* ep = ce.ptr<float>(y);
       int* lp = labels.ptr<int>(y);
+      std::uint8_t* dp = depth.ptr<std::uint8_t>(y);
       const double dy = y + 0.5 - k.cy;
       for (int x = x0; x <= x1; ++x) {
         const double dx = x + 0.5 - k.cx;
@@ -695,13 +630,13 @@ void paint_nuclei(const Scene& s, const std::vector<Nucleus>& nuclei, cv::Mat& c
         hp[x] = static_cast<float>(hp[x] + cover * conc);
         ep[x] = static_cast<float>(ep[x] * (1.0 - cover * (1.0 - k.e_keep)) + cover * e_extra);
         if (pr.dist > 0.0) {
-          // Overlapping nuclei: the pixel goes to the one it is deeper in.
+          if (dp[x] < 255) ++dp[x];
           const int owner = lp[x];
           if (owner == 0) {
             lp[x] = label;
           } else {
             const Nucleus& o = nuclei[static_cast<std::size_t>(owner - 1)];
-            if (pr.q < probe(o, x + 0.5 - o.cx, dy + k.cy - o.cy).q) lp[x] = label;
+            if (takes(k, pr.q, o, x + 0.5 - o.cx, dy + k.cy - o.cy)) lp[x] = label;
           }
         }
       }
@@ -749,6 +684,8 @@ void render(Scene& s, const cv::Mat& ch, const cv::Mat& ce, const cv::Mat& cr, c
   cv::Mat light, noise;
   std::vector<float> fh(static_cast<std::size_t>(s.w)), fe(static_cast<std::size_t>(s.w));
   const Look& L = s.look;
+  const bool tone = L.gamma != 1.0;
+  const auto gamma = static_cast<float>(L.gamma);
   // Photon shot noise has variance proportional to the signal; the constant
   // is the read-out and quantisation floor. Tabulated by grey level.
   std::array<float, 256> noise_sd{};
@@ -786,7 +723,8 @@ void render(Scene& s, const cv::Mat& ch, const cv::Mat& ce, const cv::Mat& cr, c
       std::uint8_t* o = rgb.ptr<std::uint8_t>(y);
       for (int i = 0; i < 3 * s.w; ++i) {
         const float v = in[i];
-        const float n = v + noise_sd[static_cast<std::size_t>(std::clamp(static_cast<int>(v), 0, 255))] * nz[i];
+        float n = v + noise_sd[static_cast<std::size_t>(std::clamp(static_cast<int>(v), 0, 255))] * nz[i];
+        if (tone) n = 255.0f * std::pow(std::max(0.0f, n) * (1.0f / 255.0f), gamma);
         o[i] = static_cast<std::uint8_t>(std::clamp(n + 0.5f, 0.0f, 255.0f));
       }
     }
@@ -794,20 +732,35 @@ void render(Scene& s, const cv::Mat& ch, const cv::Mat& ce, const cv::Mat& cr, c
 }
 
 // Labels 1..N in placement order, without the nuclei that lost every pixel
-// to their neighbours or to the image border.
-void compact(cv::Mat& labels, std::size_t n) {
+// to their neighbours or to the image border; returns what the truth
+// knows of each.
+std::vector<NucleusInfo> compact(cv::Mat& labels, const std::vector<Nucleus>& nuclei) {
+  const std::size_t n = nuclei.size();
   std::vector<int> map(n + 1, 0);
   for (int y = 0; y < labels.rows; ++y) {
     const int* p = labels.ptr<int>(y);
-    for (int x = 0; x < labels.cols; ++x) map[static_cast<std::size_t>(p[x])] = 1;
+    for (int x = 0; x < labels.cols; ++x)
+      map[static_cast<std::size_t>(p[x])] = 1;
   }
   int next = 0;
   map[0] = 0;
-  for (std::size_t i = 1; i <= n; ++i) map[i] = map[i] ? ++next : 0;
+  for (std::size_t i = 1; i <= n; ++i)
+    map[i] = map[i] ? ++next : 0;
   for (int y = 0; y < labels.rows; ++y) {
     int* p = labels.ptr<int>(y);
-    for (int x = 0; x < labels.cols; ++x) p[x] = map[static_cast<std::size_t>(p[x])];
+    for (int x = 0; x < labels.cols; ++x)
+      p[x] = map[static_cast<std::size_t>(p[x])];
   }
+  std::vector<NucleusInfo> info(static_cast<std::size_t>(next));
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!map[i + 1]) continue;
+    const Nucleus& k = nuclei[i];
+    NucleusInfo& out = info[static_cast<std::size_t>(map[i + 1] - 1)];
+    out.kind = k.kind;
+    out.pale = k.pale;
+    out.front_of = k.front_of >= 0 ? map[static_cast<std::size_t>(k.front_of) + 1] : 0;
+  }
+  return info;
 }
 
 std::string number(double v) {
@@ -822,7 +775,38 @@ void check_range(const char* name, double v, double lo, double hi) {
                                 "], got " + number(v));
 }
 
+// What a scanner or a tile server that stores JPEG hands on: 8x8 block
+// edges, ringing at sharp edges, chroma at half resolution.
+cv::Mat jpeg_roundtrip(const cv::Mat& rgb, int quality) {
+  cv::Mat bgr;
+  cv::cvtColor(rgb, bgr, cv::COLOR_RGB2BGR);
+  std::vector<std::uint8_t> bytes;
+  if (!cv::imencode(".jpg", bgr, bytes, {cv::IMWRITE_JPEG_QUALITY, quality}))
+    throw std::runtime_error("flowd::hne: JPEG encoding failed");
+  const cv::Mat back = cv::imdecode(bytes, cv::IMREAD_COLOR);
+  if (back.empty() || back.size() != rgb.size()) throw std::runtime_error("flowd::hne: JPEG decoding failed");
+  cv::Mat out;
+  cv::cvtColor(back, out, cv::COLOR_BGR2RGB);
+  return out;
+}
+
 }  // namespace
+
+std::string_view name_of(Tissue t) {
+  switch (t) {
+    case Tissue::stroma: return "stroma";
+    case Tissue::neuropil: return "neuropil";
+    case Tissue::mixed: return "mixed";
+  }
+  return "stroma";
+}
+
+Tissue tissue_from_name(std::string_view name) {
+  for (Tissue t : {Tissue::stroma, Tissue::neuropil, Tissue::mixed})
+    if (name == name_of(t)) return t;
+  throw std::invalid_argument("flowd::hne: tissue must be one of stroma, neuropil, mixed, got '" + std::string(name) +
+                              "'");
+}
 
 void validate(const Params& p) {
   check_range("width", p.width, 1, max_side);
@@ -838,6 +822,15 @@ void validate(const Params& p) {
   check_range("rbc", p.rbc, 0.0, 20.0);
   check_range("cluster", p.cluster, 0.0, 1.0);
   check_range("background", p.background, 0.0, 1.0);
+  if (p.tissue != Tissue::stroma && p.tissue != Tissue::neuropil && p.tissue != Tissue::mixed)
+    throw std::invalid_argument("flowd::hne: tissue must be one of stroma, neuropil, mixed, got " +
+                                std::to_string(static_cast<int>(p.tissue)));
+  check_range("neuropil_share", p.neuropil_share, 0.0, 1.0);
+  check_range("pale", p.pale, 0.0, 1.0);
+  check_range("overlap", p.overlap, 0.0, 1.0);
+  check_range("stain_jitter", p.stain_jitter, 0.0, 4.0);
+  check_range("scanner", p.scanner, 0.0, 4.0);
+  check_range("jpeg", p.jpeg, 0, 100);
 }
 
 Sample generate(const Params& p, int index) {
@@ -845,20 +838,31 @@ Sample generate(const Params& p, int index) {
   if (index < 0) throw std::invalid_argument("flowd::hne: index must be >= 0, got " + std::to_string(index));
   const std::uint64_t base = mix64(mix64(p.seed) ^ mix64(0x686e65ULL + static_cast<std::uint64_t>(index)));
   Rng rng(base);
-  Scene scene(p, rng);
+  // Streams of their own for what later parameters added, so that with
+  // those off an image is what it was before they existed.
+  Rng side(mix64(base ^ 0x73696465ULL)), scan(mix64(base ^ 0x7363616eULL));
+  Scene scene(p, rng, side, scan);
   const Layout layout = place(scene);
   const cv::Mat fibres = draw_fibres(scene);
+  std::optional<Neuropil> neuropil;
+  if (p.tissue != Tissue::stroma) {
+    Rng np(mix64(base ^ 0x6e6575726fULL));
+    neuropil.emplace(p, np);
+  }
 
   cv::Mat ch(p.height, p.width, CV_32F), ce(p.height, p.width, CV_32F);
   cv::Mat cr = cv::Mat::zeros(p.height, p.width, CV_32F);
-  paint_background(scene, fibres, ch, ce);
+  paint_background(scene, fibres, neuropil ? &*neuropil : nullptr, ch, ce);
+  neuropil.reset();
   Sample out;
   out.labels = cv::Mat::zeros(p.height, p.width, CV_32S);
-  paint_nuclei(scene, layout.nuclei, ch, ce, out.labels);
+  out.depth = cv::Mat::zeros(p.height, p.width, CV_8U);
+  paint_nuclei(scene, layout.nuclei, ch, ce, out.labels, out.depth);
   paint_rbcs(scene, layout.rbcs, ch, ce, cr);
-  compact(out.labels, layout.nuclei.size());
+  out.nuclei = compact(out.labels, layout.nuclei);
   out.rgb.create(p.height, p.width, CV_8UC3);
   render(scene, ch, ce, cr, out.rgb, mix64(base ^ 0x6e6f697365ULL));
+  if (p.jpeg > 0) out.rgb = jpeg_roundtrip(out.rgb, p.jpeg);
   return out;
 }
 

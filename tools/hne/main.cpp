@@ -1,7 +1,6 @@
 // flowd-hne-synth: write a data set of synthetic H&E tiles and their nucleus
 // instance labels (docs/tools.md).
-#include <unistd.h>
-
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -9,11 +8,13 @@
 #include <limits>
 #include <string>
 #include <system_error>
+#include <unistd.h>
 
 #include <boost/program_options.hpp>
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
+#include "hne/conditions.hpp"
 #include "hne/generate.hpp"
 
 namespace fs = std::filesystem;
@@ -45,7 +46,8 @@ void parse_size(const std::string& text, flowd::hne::Params& p) {
 // OpenCV picks the format from the extension, so the temporary name keeps
 // it; the rename makes the file appear complete or not at all.
 void write_atomically(const fs::path& target, const cv::Mat& img) {
-  const fs::path tmp = target.parent_path() / ("." + target.stem().string() + ".tmp" + std::to_string(::getpid()) + ".png");
+  const fs::path tmp =
+      target.parent_path() / ("." + target.stem().string() + ".tmp" + std::to_string(::getpid()) + ".png");
   bool ok = false;
   try {
     ok = cv::imwrite(tmp.string(), img);
@@ -66,28 +68,63 @@ void write_atomically(const fs::path& target, const cv::Mat& img) {
   }
 }
 
+// The real-valued generator parameters, as options named like the fields.
+struct RealOption {
+  const char* name;
+  double flowd::hne::Params::*field;
+  const char* help;
+};
+constexpr RealOption real_options[] = {
+    {"mpp", &flowd::hne::Params::mpp, "microns per pixel (0.25 = 40x, 0.5 = 20x)"},
+    {"density", &flowd::hne::Params::density, "nuclei density multiplier"},
+    {"stain", &flowd::hne::Params::stain, "stain strength multiplier"},
+    {"blur", &flowd::hne::Params::blur, "optical blur sigma in pixels at 40x"},
+    {"noise", &flowd::hne::Params::noise, "sensor noise multiplier"},
+    {"rbc", &flowd::hne::Params::rbc, "red-blood-cell amount multiplier"},
+    {"cluster", &flowd::hne::Params::cluster, "fraction of nuclei in touching clusters"},
+    {"background", &flowd::hne::Params::background, "fraction of the field that is glass"},
+    {"neuropil-share", &flowd::hne::Params::neuropil_share,
+     "with --tissue mixed: share of the tissue that is neuropil"},
+    {"pale", &flowd::hne::Params::pale, "share of tumour nuclei that are pale (vesicular)"},
+    {"overlap", &flowd::hne::Params::overlap, "share of clustered nuclei lying over their neighbour"},
+    {"stain-jitter", &flowd::hne::Params::stain_jitter, "per-tile stain spread multiplier (1 = one lab's)"},
+    {"scanner", &flowd::hne::Params::scanner, "per-tile scanner gamma/brightness/white-balance spread (0 = none)"},
+};
+
+// 0.3, not 0.29999999999999999, in --help.
+std::string shortest(double v) {
+  char buf[32];
+  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  return ec == std::errc() ? std::string(buf, end) : std::to_string(v);
+}
+
+void list_conditions() {
+  for (const auto& c : flowd::hne::conditions())
+    std::printf("%-16s %s\n", std::string(c.name).c_str(), std::string(c.description).c_str());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   flowd::hne::Params p;
-  std::string out, size;
+  const flowd::hne::Params defaults;
+  std::string out, size, condition, tissue;
   long long count = 1;
   po::options_description opts(
-      "usage: flowd-hne-synth --out DIR [options]\n"
-      "Writes DIR/images/hne-<i>.png (RGB) and DIR/truth/hne-<i>.png (16-bit nucleus labels).\nOptions");
-  opts.add_options()("help,h", "this help")
-      ("out", po::value(&out), "output folder (created)")
-      ("count", po::value(&count)->default_value(1), "number of images")
-      ("size", po::value(&size)->default_value("2048x2048"), "WIDTHxHEIGHT in pixels")
-      ("seed", po::value(&p.seed)->default_value(p.seed), "data-set seed")
-      ("mpp", po::value(&p.mpp)->default_value(p.mpp), "microns per pixel (0.25 = 40x, 0.5 = 20x)")
-      ("density", po::value(&p.density)->default_value(p.density), "nuclei density multiplier")
-      ("stain", po::value(&p.stain)->default_value(p.stain), "stain strength multiplier")
-      ("blur", po::value(&p.blur)->default_value(p.blur), "optical blur sigma in pixels at 40x")
-      ("noise", po::value(&p.noise)->default_value(p.noise), "sensor noise multiplier")
-      ("rbc", po::value(&p.rbc)->default_value(p.rbc), "red-blood-cell amount multiplier")
-      ("cluster", po::value(&p.cluster)->default_value(p.cluster), "fraction of nuclei in touching clusters")
-      ("background", po::value(&p.background)->default_value(p.background), "fraction of the field that is glass");
+      "usage: flowd-hne-synth --out DIR [--condition NAME] [options]\n"
+      "Writes DIR/images/hne-<i>.png (RGB) and DIR/truth/hne-<i>.png (16-bit nucleus labels).\n"
+      "--condition sets a preset (--condition list lists them); options given explicitly override it.\nOptions");
+  opts.add_options()("help,h", "this help")("out", po::value(&out), "output folder (created)")(
+      "count", po::value(&count)->default_value(1), "number of images")(
+      "size", po::value(&size)->default_value("2048x2048"), "WIDTHxHEIGHT in pixels")(
+      "seed", po::value(&p.seed)->default_value(p.seed), "data-set seed")(
+      "condition", po::value(&condition), "a named preset of the parameters below, or 'list'")(
+      "tissue", po::value(&tissue), "between the nuclei: stroma (default), neuropil or mixed")(
+      "jpeg", po::value<int>()->default_value(defaults.jpeg),
+      "JPEG quality 1..100 the image passes through (0 = none)");
+  for (const RealOption& o : real_options)
+    opts.add_options()(o.name, po::value<double>()->default_value(defaults.*o.field, shortest(defaults.*o.field)),
+                       o.help);
   try {
     po::variables_map vm;
     po::store(po::command_line_parser(argc, argv).options(opts).run(), vm);
@@ -96,6 +133,15 @@ int main(int argc, char** argv) {
       std::cout << opts << "\n";
       return 0;
     }
+    if (condition == "list") {
+      list_conditions();
+      return 0;
+    }
+    if (!condition.empty()) flowd::hne::apply_condition(condition, p);
+    for (const RealOption& o : real_options)
+      if (!vm[o.name].defaulted()) p.*o.field = vm[o.name].as<double>();
+    if (!vm["jpeg"].defaulted()) p.jpeg = vm["jpeg"].as<int>();
+    if (!tissue.empty()) p.tissue = flowd::hne::tissue_from_name(tissue);
     if (out.empty()) throw po::error("--out is required");
     if (count < 1 || count > std::numeric_limits<int>::max()) throw po::error("--count must be at least 1");
     parse_size(size, p);

@@ -5,6 +5,7 @@
 
 #include "segment/pipeline.hpp"
 #include "segment/segment.hpp"
+#include "segment/select.hpp"
 
 namespace flowd::nuclei {
 
@@ -223,6 +224,54 @@ OperatorSpec LabelOp::spec() {
 void LabelOp::cpu(MapContext& ctx) const {
   use_one_opencv_thread();
   emit_mat(ctx, "labels", label(view(ctx.input(0)))); }
+
+// ---- object selection ------------------------------------------------------
+
+OperatorSpec SelectOp::spec() {
+  const SelectRule d;
+  return {
+      .name = "nuclei.select",
+      .doc =
+          "Object selection: keeps the labelled objects that are compact (area over convex hull area >= "
+          "min_solidity) and darker in haematoxylin than the tissue around them (mean inside minus mean of "
+          "the ring of valid pixels within ring_radius >= min_contrast, and mean inside >= min_ratio x mean of "
+          "the ring; objects with fewer than min_ring_pixels ring pixels, buried in a cluster, are not judged "
+          "on contrast). Others become 0.",
+      .inputs = {{"labels", "array<i32,2>", "objects (e.g. nuclei.watershed's labels)"},
+                 {"stain", "array<u8,2>", "haematoxylin (nuclei.deconvolve)"},
+                 {"tissue", "array<u8,2>", "tissue mask (nuclei.tissue)"},
+                 {"rbc", "array<u8,2>", "red-blood-cell mask (nuclei.rbc)"}},
+      .outputs = {{"labels", "array<i32,2>", "the kept objects, labels unchanged"}},
+      .params = {
+          ParamSpec::integer("ring_radius", d.ring_radius).range(1, 254).doc("ring width, pixels"),
+          ParamSpec::number("min_contrast", d.min_contrast)
+              .range(-255, 255)
+              .doc("haematoxylin levels an object must exceed its ring by"),
+          ParamSpec::integer("min_ring_pixels", d.min_ring_pixels)
+              .at_least(0)
+              .doc("fewer ring pixels: contrast not judged"),
+          ParamSpec::number("min_solidity", d.min_solidity).range(0, 1).doc("smallest area / hull area"),
+          ParamSpec::number("min_ratio", d.min_ratio).range(0, 100).doc("smallest mean inside / mean of the ring")}};
+}
+SelectOp::SelectOp(const Params& p)
+    : ring_radius_(static_cast<int>(p.get<std::int64_t>("ring_radius"))),
+      min_ring_pixels_(static_cast<int>(p.get<std::int64_t>("min_ring_pixels"))),
+      min_contrast_(static_cast<float>(p.get<double>("min_contrast"))),
+      min_solidity_(p.get<double>("min_solidity")),
+      min_ratio_(p.get<double>("min_ratio")) {}
+void SelectOp::cpu(MapContext& ctx) const {
+  const cv::Mat labels = view(ctx.input("labels")), stain = view(ctx.input("stain"));
+  const cv::Mat tissue = view(ctx.input("tissue")), rbc = view(ctx.input("rbc"));
+  if (stain.size() != labels.size() || tissue.size() != labels.size() || rbc.size() != labels.size())
+    throw Error("nuclei.select: labels, stain and masks differ in size on '" + ctx.meta().key + "'");
+  emit_mat(ctx, "labels",
+           select_objects(labels, stain, valid_tissue(tissue, rbc),
+                          {.ring_radius = ring_radius_,
+                           .min_contrast = min_contrast_,
+                           .min_ring_pixels = min_ring_pixels_,
+                           .min_solidity = min_solidity_,
+                           .min_ratio = min_ratio_}));
+}
 
 OperatorSpec RelabelOp::spec() {
   return {.name = "nuclei.relabel",

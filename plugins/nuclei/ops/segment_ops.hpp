@@ -115,6 +115,20 @@ public:
   void gpu(GpuContext& ctx) const;
 };
 
+// Object selection (segment/select.hpp): drops objects that are not darker
+// than the tissue around them or not compact. CPU only: no GPU twin yet.
+class SelectOp final : public Map {
+public:
+  static OperatorSpec spec();
+  explicit SelectOp(const Params& p);
+  void cpu(MapContext& ctx) const override;
+
+private:
+  int ring_radius_, min_ring_pixels_;
+  float min_contrast_;
+  double min_solidity_, min_ratio_;
+};
+
 // Final clean-up: drops objects below min_area and numbers the rest 1..n.
 // CPU only: a single pass over labels that go to the host anyway.
 class RelabelOp final : public Map {
@@ -129,6 +143,7 @@ private:
 }  // namespace flowd::nuclei
 
 #define FLOWD_NUCLEI_SEGMENT_OPS                                                                                  \
-  flowd::nuclei::TissueOp, flowd::nuclei::RbcOp, flowd::nuclei::DeconvolveOp, flowd::nuclei::OpenOp,             \
+  flowd::nuclei::TissueOp, flowd::nuclei::RbcOp, flowd::nuclei::DeconvolveOp, flowd::nuclei::OpenOp,              \
       flowd::nuclei::ReconstructOp, flowd::nuclei::AreaThresholdOp, flowd::nuclei::FillHolesOp,                   \
-      flowd::nuclei::PreWatershedOp, flowd::nuclei::WatershedOp, flowd::nuclei::LabelOp, flowd::nuclei::RelabelOp
+      flowd::nuclei::PreWatershedOp, flowd::nuclei::WatershedOp, flowd::nuclei::LabelOp, flowd::nuclei::SelectOp, \
+      flowd::nuclei::RelabelOp

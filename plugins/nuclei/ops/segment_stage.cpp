@@ -8,33 +8,55 @@ OperatorSpec SegmentStage::spec() {
   const SegmentParams d;
   return {
       .name = "nuclei.segment",
-      .doc = "Nuclei segmentation of an H&E RGB tile (Region Templates' pipeline): tissue and red-blood-cell "
-             "detection, colour deconvolution to haematoxylin, morphological open, ReconToNuclei, area threshold, "
-             "fill holes, pre-watershed, watershed, relabelling. Each operation runs as a sub-task with CPU and GPU "
-             "variants. Parameters are physical (µm) or relative, so the defaults serve 40x and 20x scans; "
-             "docs/plugins/nuclei.md explains each.",
+      .doc =
+          "Nuclei segmentation of an H&E RGB tile (Region Templates' pipeline): tissue and red-blood-cell "
+          "detection, colour deconvolution to haematoxylin, morphological open, ReconToNuclei, area threshold, "
+          "fill holes, pre-watershed, watershed, object selection (contrast against a ring, solidity), relabelling. "
+          "Each operation runs as a sub-task with CPU and GPU "
+          "variants. Parameters are physical (µm) or relative, so the defaults serve 40x and 20x scans; "
+          "docs/plugins/nuclei.md explains each.",
       .inputs = {{"image", "array<u8,3>", "RGB tile"}},
       .outputs = {{"labels", "array<i32,2>", "nuclei 1..n (0 = background); attrs.mpp = the resolution used"}},
-      .params =
-          {ParamSpec::number("mpp", d.mpp).range(0, 10).doc("microns per pixel (0.25 at 40x, 0.5 at 20x); 0 = estimate "
-                                                            "from the size of the nuclei"),
-           ParamSpec::integer("background_level", d.background_level).range(1, 255)
-               .doc("mean channel value at or above which a pixel is glass"),
-           ParamSpec::number("rbc_rg", d.rbc_rg).range(1, 16).doc("red blood cells: minimum red/green ratio"),
-           ParamSpec::number("rbc_rb", d.rbc_rb).range(1, 16).doc("red blood cells: minimum red/blue ratio"),
-           ParamSpec::number("od_max", d.od_max).range(0.1, 5).doc("haematoxylin optical density mapped to 255"),
-           ParamSpec::number("open_radius_um", d.open_radius_um).range(0, 50)
-               .doc("radius of the opening disk, µm: thinner dark structures cannot seed a nucleus"),
-           ParamSpec::number("threshold_frac", d.threshold_frac).range(0, 1)
-               .doc("nuclear threshold between the tissue and nuclear haematoxylin levels"),
-           ParamSpec::number("min_area_um2", d.min_area_um2).range(0, 10000).doc("smallest nucleus, µm²"),
-           ParamSpec::number("max_hole_um2", d.max_hole_um2).range(0, 10000).doc("largest hole filled, µm²"),
-           ParamSpec::number("h_frac", d.h_frac).range(0, 10)
-               .doc("watershed marker depth as a fraction of the typical nucleus radius"),
-           ParamSpec::number("nucleus_radius_um", d.nucleus_radius_um).range(0.5, 50)
-               .doc("typical nucleus radius, µm (for h and for estimating mpp)")},
+      .params = {ParamSpec::number("mpp", d.mpp)
+                     .range(0, 10)
+                     .doc("microns per pixel (0.25 at 40x, 0.5 at 20x); 0 = estimate "
+                          "from the size of the nuclei"),
+                 ParamSpec::integer("background_level", d.background_level)
+                     .range(1, 255)
+                     .doc("mean channel value at or above which a pixel is glass"),
+                 ParamSpec::number("rbc_rg", d.rbc_rg).range(1, 16).doc("red blood cells: minimum red/green ratio"),
+                 ParamSpec::number("rbc_rb", d.rbc_rb).range(1, 16).doc("red blood cells: minimum red/blue ratio"),
+                 ParamSpec::number("od_max", d.od_max).range(0.1, 5).doc("haematoxylin optical density mapped to 255"),
+                 ParamSpec::number("open_radius_um", d.open_radius_um)
+                     .range(0, 50)
+                     .doc("radius of the opening disk, µm: thinner dark structures cannot seed a nucleus"),
+                 ParamSpec::number("threshold_frac", d.threshold_frac)
+                     .range(0, 1)
+                     .doc("nuclear threshold between the tissue and nuclear haematoxylin levels"),
+                 ParamSpec::number("min_area_um2", d.min_area_um2).range(0, 10000).doc("smallest nucleus, µm²"),
+                 ParamSpec::number("max_hole_um2", d.max_hole_um2).range(0, 10000).doc("largest hole filled, µm²"),
+                 ParamSpec::number("h_frac", d.h_frac)
+                     .range(0, 10)
+                     .doc("watershed marker depth as a fraction of the typical nucleus radius"),
+                 ParamSpec::number("nucleus_radius_um", d.nucleus_radius_um)
+                     .range(0.5, 50)
+                     .doc("typical nucleus radius, µm (for h and for estimating mpp)"),
+                 ParamSpec::number("ring_um", d.ring_um)
+                     .range(0.1, 50)
+                     .doc("width of the ring of tissue a nucleus is compared with, µm"),
+                 ParamSpec::number("contrast_frac", d.contrast_frac)
+                     .range(-1, 1)
+                     .doc(
+                         "how much darker than its ring a nucleus must be, as a fraction of the gap between the tissue "
+                         "and nuclear haematoxylin levels"),
+                 ParamSpec::number("min_solidity", d.min_solidity)
+                     .range(0, 1)
+                     .doc("smallest area / convex hull area of a nucleus"),
+                 ParamSpec::number("contrast_ratio", d.contrast_ratio)
+                     .range(0, 100)
+                     .doc("how many times its ring's mean haematoxylin a nucleus's must be")},
       .uses = {"nuclei.tissue", "nuclei.rbc", "nuclei.deconvolve", "nuclei.open", "nuclei.reconstruct",
-               "nuclei.area_threshold", "nuclei.fill_holes", "nuclei.prewatershed", "nuclei.watershed",
+               "nuclei.area_threshold", "nuclei.fill_holes", "nuclei.prewatershed", "nuclei.watershed", "nuclei.select",
                "nuclei.relabel"}};
 }
 
@@ -50,28 +72,30 @@ SegmentStage::SegmentStage(const Params& p) {
   params_.max_hole_um2 = p.get<double>("max_hole_um2");
   params_.h_frac = p.get<double>("h_frac");
   params_.nucleus_radius_um = p.get<double>("nucleus_radius_um");
+  params_.ring_um = p.get<double>("ring_um");
+  params_.contrast_frac = p.get<double>("contrast_frac");
+  params_.min_solidity = p.get<double>("min_solidity");
+  params_.contrast_ratio = p.get<double>("contrast_ratio");
   use_one_opencv_thread();
 }
 
 void SegmentStage::cpu(MapContext& ctx) const {
   const Item& image = ctx.input("image");
-  const Array& a = image.array();
-  const Array packed = a.stride(1) == 3 && a.stride(2) == 1 ? a : a.contiguous();
-  const cv::Mat rgb = as_mat(packed);
-  // Sizes from the resolution; the nuclear threshold needs the measured
-  // haematoxylin levels, so it is derived after the first three operations.
-  Derived d = derive_sizes(params_.mpp > 0 ? params_.mpp : estimate_mpp(rgb, params_), params_);
+  // The resolution-free levels first; the resolution (when estimated) and the
+  // nuclear threshold need the haematoxylin channel, so the sizes are derived
+  // after the first three operations.
+  const Derived levels = derive_sizes(1, params_);
 
   SubTasks& sub = ctx.subtasks();
-  const Json level = d.tissue_level;
+  const Json level = levels.tissue_level;
   const std::size_t tissue = sub.call("nuclei.tissue", {{"level", level}}, {image});
   const std::size_t rbc = sub.call("nuclei.rbc", {{"rg", params_.rbc_rg}, {"rb", params_.rbc_rb}, {"level", level}},
                                    {image});
-  const std::size_t haem = sub.call("nuclei.deconvolve", {{"stain", "haematoxylin"}, {"od_max", d.od_max}},
+  const std::size_t haem = sub.call("nuclei.deconvolve", {{"stain", "haematoxylin"}, {"od_max", levels.od_max}},
                                     {image, SubRef{tissue, "mask"}, SubRef{rbc, "mask"}});
   sub.wait();
-  d.threshold = nuclear_threshold(as_mat(sub.result(haem, "stain").array()), as_mat(sub.result(tissue, "mask").array()),
-                                  as_mat(sub.result(rbc, "mask").array()), params_.threshold_frac);
+  const Derived d = derive(as_mat(sub.result(haem, "stain").array()), as_mat(sub.result(tissue, "mask").array()),
+                           as_mat(sub.result(rbc, "mask").array()), params_);
 
   const std::size_t opened = sub.call("nuclei.open", {{"radius", d.open_radius}}, {SubRef{haem, "stain"}});
   const std::size_t nuclei =
@@ -84,7 +108,14 @@ void SegmentStage::cpu(MapContext& ctx) const {
   const std::size_t split =
       sub.call("nuclei.watershed", Json::object(),
                {SubRef{pre, "distance"}, SubRef{pre, "markers"}, SubRef{filled, "mask"}});
-  const std::size_t labels = sub.call("nuclei.relabel", {{"min_area", d.min_area}}, {SubRef{split, "labels"}});
+  const std::size_t selected =
+      sub.call("nuclei.select",
+               {{"ring_radius", d.ring_radius},
+                {"min_contrast", d.min_contrast},
+                {"min_solidity", d.min_solidity},
+                {"min_ratio", d.min_ratio}},
+               {SubRef{split, "labels"}, SubRef{haem, "stain"}, SubRef{tissue, "mask"}, SubRef{rbc, "mask"}});
+  const std::size_t labels = sub.call("nuclei.relabel", {{"min_area", d.min_area}}, {SubRef{selected, "labels"}});
   sub.wait();
 
   Item out{image.meta, sub.result(labels, "labels").value};

@@ -51,22 +51,60 @@ StainWeights stain_weights(int stain, double od_max) {
   return sw;
 }
 
-cv::Mat deconvolve(const cv::Mat& rgb, const StainWeights& sw) {
-  if (rgb.type() != CV_8UC3) throw std::invalid_argument("deconvolve: expects CV_8UC3 RGB");
-  // w[c] * lut[v] is one float product whatever v is, so tabulating it keeps
-  // the defined rounding and leaves two adds and a multiply per pixel.
-  std::array<std::array<float, 256>, 3> t{};
+namespace {
+
+// w[c] * lut[v] is one float product whatever v is, so tabulating it keeps
+// the defined rounding and leaves two adds and a multiply per pixel.
+using StainTable = std::array<std::array<float, 256>, 3>;
+StainTable stain_table(const StainWeights& sw) {
+  StainTable t{};
   for (int c = 0; c < 3; ++c)
     for (int v = 0; v < 256; ++v) t[c][v] = sw.w[c] * sw.lut[v];
+  return t;
+}
+
+std::uint8_t quantise(const StainTable& t, const StainWeights& sw, const std::uint8_t* px) {
+  const float sum = (t[0][px[0]] + t[1][px[1]]) + t[2][px[2]];
+  const float q = sum * sw.scale;
+  return q <= 0.0f ? 0 : q >= 255.0f ? 255 : static_cast<std::uint8_t>(static_cast<int>(q + 0.5f));
+}
+
+}  // namespace
+
+cv::Mat deconvolve_masked(const cv::Mat& rgb, const StainWeights& sw, int level, int rg_q8, int rb_q8, cv::Mat& tissue,
+                          cv::Mat& rbc) {
+  if (rgb.type() != CV_8UC3) throw std::invalid_argument("deconvolve_masked: expects CV_8UC3 RGB");
+  const StainTable t = stain_table(sw);
+  const int limit = 3 * level;
+  tissue.create(rgb.size(), CV_8U);
+  rbc.create(rgb.size(), CV_8U);
+  cv::Mat out(rgb.size(), CV_8U);
+  for (int y = 0; y < rgb.rows; ++y) {
+    const std::uint8_t* s = rgb.ptr<std::uint8_t>(y);
+    std::uint8_t* tm = tissue.ptr<std::uint8_t>(y);
+    std::uint8_t* rm = rbc.ptr<std::uint8_t>(y);
+    std::uint8_t* d = out.ptr<std::uint8_t>(y);
+    for (int x = 0; x < rgb.cols; ++x) {
+      const int r = s[3 * x], g = s[3 * x + 1], b = s[3 * x + 2];
+      const bool on_tissue = r + g + b < limit;
+      const bool red = on_tissue && 256 * r >= rg_q8 * g && 256 * r >= rb_q8 * b;
+      tm[x] = on_tissue ? 255 : 0;
+      rm[x] = red ? 255 : 0;
+      d[x] = on_tissue && !red ? quantise(t, sw, s + 3 * x) : 0;
+    }
+  }
+  return out;
+}
+
+cv::Mat deconvolve(const cv::Mat& rgb, const StainWeights& sw) {
+  if (rgb.type() != CV_8UC3) throw std::invalid_argument("deconvolve: expects CV_8UC3 RGB");
+  const StainTable t = stain_table(sw);
   cv::Mat out(rgb.size(), CV_8U);
   for (int y = 0; y < rgb.rows; ++y) {
     const std::uint8_t* s = rgb.ptr<std::uint8_t>(y);
     std::uint8_t* d = out.ptr<std::uint8_t>(y);
-    for (int x = 0; x < rgb.cols; ++x) {
-      const float sum = (t[0][s[3 * x]] + t[1][s[3 * x + 1]]) + t[2][s[3 * x + 2]];
-      const float q = sum * sw.scale;
-      d[x] = q <= 0.0f ? 0 : q >= 255.0f ? 255 : static_cast<std::uint8_t>(static_cast<int>(q + 0.5f));
-    }
+    for (int x = 0; x < rgb.cols; ++x)
+      d[x] = quantise(t, sw, s + 3 * x);
   }
   return out;
 }

@@ -48,7 +48,7 @@ int otsu(const std::array<std::uint64_t, 256>& hist) {
 
 }  // namespace
 
-int nuclear_threshold(const cv::Mat& haem, const cv::Mat& tissue, const cv::Mat& rbc, double frac) {
+HaemLevels haem_levels(const cv::Mat& haem, const cv::Mat& tissue, const cv::Mat& rbc) {
   std::array<std::uint64_t, 256> hist{};
   for (int y = 0; y < haem.rows; ++y) {
     const std::uint8_t* h = haem.ptr<std::uint8_t>(y);
@@ -61,9 +61,21 @@ int nuclear_threshold(const cv::Mat& haem, const cv::Mat& tissue, const cv::Mat&
   // blurred nucleus lies between their typical levels, which the class
   // medians give whatever the proportion of nuclei.
   const int t = otsu(hist);
-  const int bg = median_of(hist, 0, t), fg = median_of(hist, t + 1, 255);
-  const int level = static_cast<int>(std::lround(bg + frac * (fg - bg)));
+  return {median_of(hist, 0, t), median_of(hist, t + 1, 255)};
+}
+
+int nuclear_threshold(const HaemLevels& l, double frac) {
+  const int level = static_cast<int>(std::lround(l.background + frac * (l.nuclear - l.background)));
   return std::clamp(level, 1, 255);
+}
+
+int nuclear_threshold(const cv::Mat& haem, const cv::Mat& tissue, const cv::Mat& rbc, double frac) {
+  return nuclear_threshold(haem_levels(haem, tissue, rbc), frac);
+}
+
+void derive_levels(Derived& d, const HaemLevels& l, const SegmentParams& p) {
+  d.threshold = nuclear_threshold(l, p.threshold_frac);
+  d.min_contrast = static_cast<float>(p.contrast_frac * std::max(0, l.nuclear - l.background));
 }
 
 Derived derive_sizes(double mpp, const SegmentParams& p) {
@@ -79,16 +91,24 @@ Derived derive_sizes(double mpp, const SegmentParams& p) {
   d.min_area = std::max(1, static_cast<int>(std::lround(p.min_area_um2 / px_area)));
   d.max_hole_area = std::max(0, static_cast<int>(std::lround(p.max_hole_um2 / px_area)));
   d.h = static_cast<float>(std::max(0.5, p.h_frac * p.nucleus_radius_um / d.mpp));
+  d.ring_radius = std::max(1, static_cast<int>(std::lround(p.ring_um / d.mpp)));
+  d.min_solidity = p.min_solidity;
+  d.min_ratio = p.contrast_ratio;
+  return d;
+}
+
+Derived derive(const cv::Mat& haem, const cv::Mat& tissue, const cv::Mat& rbc, const SegmentParams& p) {
+  const HaemLevels levels = haem_levels(haem, tissue, rbc);
+  Derived d = derive_sizes(p.mpp > 0 ? p.mpp : estimate_mpp(haem, tissue, rbc, p, &levels), p);
+  derive_levels(d, levels, p);
   return d;
 }
 
 Derived derive(const cv::Mat& rgb, const SegmentParams& p) {
-  Derived d = derive_sizes(p.mpp > 0 ? p.mpp : estimate_mpp(rgb, p), p);
-  const cv::Mat tissue = tissue_mask(rgb, d.tissue_level);
-  const cv::Mat rbc = rbc_mask(rgb, d.rbc_rg_q8, d.rbc_rb_q8, d.tissue_level);
-  const cv::Mat haem = deconvolve(rgb, stain_weights(0, d.od_max));
-  d.threshold = nuclear_threshold(haem, tissue, rbc, p.threshold_frac);
-  return d;
+  const Derived sizes = derive_sizes(1, p);  // the resolution-free levels
+  const cv::Mat tissue = tissue_mask(rgb, sizes.tissue_level);
+  const cv::Mat rbc = rbc_mask(rgb, sizes.rbc_rg_q8, sizes.rbc_rb_q8, sizes.tissue_level);
+  return derive(mask_haem(deconvolve(rgb, stain_weights(0, sizes.od_max)), tissue, rbc), tissue, rbc, p);
 }
 
 }  // namespace flowd::nuclei

@@ -32,6 +32,12 @@ cv::Mat rbc_mask(const cv::Mat& rgb, int rg_q8, int rb_q8, int level);
 // of Ruifrok & Johnston for stain 0 = haematoxylin, 1 = eosin, and the LUT.
 StainWeights stain_weights(int stain, double od_max);
 cv::Mat deconvolve(const cv::Mat& rgb, const StainWeights& sw);
+// The three first steps in one pass (for the CPU pipeline; no GPU twin, the
+// GPU runs them as the separate operations): tissue = tissue_mask(rgb,
+// level), rbc = rbc_mask(rgb, rg_q8, rb_q8, level), and the result is
+// deconvolve(rgb, sw) where tissue is set and rbc is not, 0 elsewhere.
+cv::Mat deconvolve_masked(const cv::Mat& rgb, const StainWeights& sw, int level, int rg_q8, int rb_q8, cv::Mat& tissue,
+                          cv::Mat& rbc);
 
 // The structuring element of open(): OpenCV's MORPH_ELLIPSE of size 2r+1.
 // Row y (0..2r) covers columns [r - half[y], r + half[y]] (a disk is convex).

@@ -1,8 +1,10 @@
 // The pipeline's glue steps between segment.hpp operations: masking,
 // thresholding, bounded hole filling and the final renumbering.
+#include <algorithm>
 #include <stdexcept>
 #include <vector>
 
+#include "internal.hpp"
 #include "pipeline.hpp"
 
 namespace flowd::nuclei {
@@ -31,22 +33,51 @@ cv::Mat threshold_mask(const cv::Mat& grey, int level) {
 }
 
 cv::Mat fill_small_holes(const cv::Mat& mask, int max_hole_area) {
-  const cv::Mat filled = fill_holes(mask);
-  cv::Mat holes(mask.size(), CV_8U);
-  for (int y = 0; y < mask.rows; ++y) {
-    const std::uint8_t* m = mask.ptr<std::uint8_t>(y);
-    const std::uint8_t* f = filled.ptr<std::uint8_t>(y);
-    std::uint8_t* h = holes.ptr<std::uint8_t>(y);
-    for (int x = 0; x < mask.cols; ++x) h[x] = (f[x] && !m[x]) ? 255 : 0;
-  }
-  const cv::Mat small = area_threshold(holes, 1, max_hole_area <= 0 ? 1 : max_hole_area);
+  if (mask.type() != CV_8U) throw std::invalid_argument("fill_small_holes: expects a CV_8U mask");
   cv::Mat out(mask.size(), CV_8U);
   for (int y = 0; y < mask.rows; ++y) {
     const std::uint8_t* m = mask.ptr<std::uint8_t>(y);
-    const std::uint8_t* s = small.ptr<std::uint8_t>(y);
     std::uint8_t* o = out.ptr<std::uint8_t>(y);
-    for (int x = 0; x < mask.cols; ++x) o[x] = (m[x] || (max_hole_area > 0 && s[x])) ? 255 : 0;
+    for (int x = 0; x < mask.cols; ++x)
+      o[x] = m[x] ? 255 : 0;
   }
+  if (max_hole_area <= 0 || mask.empty()) return out;
+  // The holes are the background's 4-connected components that miss the
+  // border; their size is that of the 8-connected components of hole pixels
+  // (what area_threshold would measure on the hole mask), so hole runs on
+  // consecutive rows are joined when they touch diagonally too.
+  const runs::Components c = runs::label(mask, false);
+  std::vector<const runs::Run*> holes;
+  for (const runs::Run& r : c.runs)
+    if (!c.border[static_cast<std::size_t>(r.comp)]) holes.push_back(&r);
+  std::vector<std::int32_t> parent(holes.size());
+  std::size_t row_begin = 0, prev_begin = 0, prev_end = 0, k = 0;
+  int row_y = -1, prev_y = -1;
+  for (std::size_t i = 0; i < holes.size(); ++i) {
+    const runs::Run& r = *holes[i];
+    parent[i] = static_cast<std::int32_t>(i);
+    if (r.y != row_y) {  // the previous row's hole runs are [row_begin, i)
+      prev_begin = row_begin;
+      prev_end = i;
+      prev_y = row_y;
+      row_begin = i;
+      row_y = r.y;
+      k = prev_begin;
+    }
+    if (prev_y != r.y - 1) continue;
+    while (k < prev_end && holes[k]->x1 + 1 <= r.x0)
+      ++k;
+    for (std::size_t j = k; j < prev_end && holes[j]->x0 < r.x1 + 1; ++j)
+      runs::unite(parent, static_cast<std::int32_t>(i), static_cast<std::int32_t>(j));
+  }
+  std::vector<std::int64_t> area(holes.size(), 0);
+  for (std::size_t i = 0; i < holes.size(); ++i)
+    area[static_cast<std::size_t>(runs::find(parent, static_cast<std::int32_t>(i)))] += holes[i]->x1 - holes[i]->x0;
+  for (std::size_t i = 0; i < holes.size(); ++i)
+    if (area[static_cast<std::size_t>(runs::find(parent, static_cast<std::int32_t>(i)))] <= max_hole_area) {
+      std::uint8_t* o = out.ptr<std::uint8_t>(holes[i]->y);
+      std::fill(o + holes[i]->x0, o + holes[i]->x1, 255);
+    }
   return out;
 }
 

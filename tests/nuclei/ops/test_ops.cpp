@@ -70,8 +70,16 @@ TEST(NucleiOps, EachOperatorEqualsItsFunction) {
   EXPECT_TRUE(identical(run1("nuclei.watershed", Json::object(),
                              {mat_item("t", f.st.dist), mat_item("t", f.st.markers), mat_item("t", f.st.filled)}),
                         f.st.watershed));
-  EXPECT_TRUE(identical(run1("nuclei.relabel", {{"min_area", f.d.min_area}}, {mat_item("t", f.st.watershed)}),
-                        f.st.labels));
+  EXPECT_TRUE(identical(run1("nuclei.select",
+                             {{"ring_radius", f.d.ring_radius},
+                              {"min_contrast", f.d.min_contrast},
+                              {"min_solidity", f.d.min_solidity},
+                              {"min_ratio", f.d.min_ratio}},
+                             {mat_item("t", f.st.watershed), mat_item("t", f.st.haem), mat_item("t", f.st.tissue),
+                              mat_item("t", f.st.rbc)}),
+                        f.st.selected));
+  EXPECT_TRUE(
+      identical(run1("nuclei.relabel", {{"min_area", f.d.min_area}}, {mat_item("t", f.st.selected)}), f.st.labels));
   EXPECT_TRUE(same_objects(run1("nuclei.label", Json::object(), {mat_item("t", f.st.filled)}),
                            nuclei::label(f.st.filled)));
 }

@@ -1,12 +1,13 @@
 // The pipeline on a drawn H&E-like image: it finds the drawn nuclei, and the
 // operations run one by one with derive()'s parameters give segment()'s result.
-#include <gtest/gtest.h>
-
 #include <random>
 
 #include <opencv2/imgproc.hpp>
 
+#include <gtest/gtest.h>
+
 #include "segment/pipeline.hpp"
+#include "segment/select.hpp"
 
 namespace fn = flowd::nuclei;
 
@@ -77,7 +78,15 @@ TEST(NucleiPipeline, StepsEqualSegment) {
     const cv::Mat filled = fn::fill_small_holes(area, d.max_hole_area);
     const cv::Mat dist = fn::distance_transform(filled);
     const cv::Mat ws = fn::watershed(dist, fn::watershed_markers(dist, d.h), filled);
-    EXPECT_TRUE(same(fn::relabel(ws, d.min_area), labels)) << mpp;
+    const cv::Mat selected = fn::select_objects(ws, haem, fn::valid_tissue(tissue, rbc),
+                                                {.ring_radius = d.ring_radius,
+                                                 .min_contrast = d.min_contrast,
+                                                 .min_solidity = d.min_solidity,
+                                                 .min_ratio = d.min_ratio});
+    EXPECT_TRUE(same(fn::relabel(selected, d.min_area), labels)) << mpp;
+    EXPECT_TRUE(same(s.tissue, tissue));
+    EXPECT_TRUE(same(s.rbc, rbc));
+    EXPECT_TRUE(same(s.haem, haem));
     EXPECT_TRUE(same(s.filled, filled));
     EXPECT_TRUE(same(s.labels, labels));
   }
