@@ -50,6 +50,28 @@ TEST(NucleiQuality, EstimatesStandardResolutions) {
     }
 }
 
+// On 512² tiles, and on the tiles that used to fool it: faint stain,
+// crowding, and haematoxylin-tinted neuropil whose fragments are small.
+TEST(NucleiQuality, EstimatesResolutionOnSmallFaintCrowdedAndNeuropilTiles) {
+  struct Case {
+    const char* name;
+    double stain, density;
+    flowd::hne::Tissue tissue;
+  };
+  for (const Case& c :
+       {Case{"faint", 0.45, 1, flowd::hne::Tissue::stroma}, Case{"crowded", 1, 2.5, flowd::hne::Tissue::stroma},
+        Case{"neuropil", 1, 1, flowd::hne::Tissue::neuropil}})
+    for (const double mpp : {0.25, 0.5})
+      for (std::uint64_t seed = 1; seed <= 3; ++seed) {
+        auto p = tile(mpp, 512);
+        p.seed = seed;
+        p.stain = c.stain;
+        p.density = c.density;
+        p.tissue = c.tissue;
+        EXPECT_DOUBLE_EQ(fn::estimate_mpp(flowd::hne::generate(p).rgb), mpp) << c.name << " seed " << seed;
+      }
+}
+
 // Milder: stain strength, blur, noise and density away from the defaults,
 // resolution given.
 TEST(NucleiQuality, RobustAcrossConditions) {
