@@ -35,7 +35,14 @@ std::unique_ptr<ClusterSession> ClusterSession::start(const ClusterOptions& o, c
   const auto usage = [](const std::string& m) { return SessionError(exit_usage, m); };
   if (o.workers > 0 && (!o.listen.empty() || launched))
     throw usage("--workers starts local workers; it cannot be combined with --listen or a launcher (srun/mpirun)");
-  if (!o.listen.empty() && o.expect < 1) throw usage("--listen needs --expect N (the workers to wait for)");
+  // Under a launcher the workers are the launcher's other ranks, so --expect
+  // is implied; given anyway, it must agree.
+  if (launched && o.expect > 0 && o.expect != ctx.launch->size - 1)
+    throw usage("--expect " + std::to_string(o.expect) + " disagrees with the launcher: " + ctx.launch->launcher +
+                " started " + std::to_string(ctx.launch->size) + " ranks, so " + std::to_string(ctx.launch->size - 1) +
+                " workers");
+  if (!o.listen.empty() && !launched && o.expect < 1)
+    throw usage("--listen needs --expect N (the workers to wait for) when no launcher (srun/mpirun) started flowd");
   if (o.steal != "on" && o.steal != "off") throw usage("--steal expects on or off, got '" + o.steal + "'");
   if (o.heartbeat_ms < 10 || o.missed_heartbeats < 1)
     throw usage("--heartbeat-ms must be >= 10 and --missed-heartbeats >= 1");

@@ -205,7 +205,12 @@ int run_as_launched_worker(const net::cluster::LaunchInfo& launch, const CommonO
                            const SignalWatch& signals, Logger& log) {
   net::node::WorkerNodeOptions w;
   try {
-    const auto where = net::cluster::resolve_coordinator(net::cluster::process_env(), launch);
+    // A worker rank waits for rank 0 as long as rank 0 waits for it
+    // (--wait-workers), so a rank 0 that died never leaves it hanging longer.
+    if (cluster.wait_seconds < 1) throw std::invalid_argument("--wait-workers must be at least 1 second");
+    net::cluster::WaitOptions wait;
+    wait.timeout = std::chrono::seconds(cluster.wait_seconds);
+    const auto where = net::cluster::resolve_coordinator(net::cluster::process_env(), launch, wait);
     w.coordinator = where.endpoint;
     w.curve = worker_credentials(cluster, where.server_public_key);
     w.name = launch.node + ":rank" + std::to_string(launch.rank);

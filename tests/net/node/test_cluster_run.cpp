@@ -200,12 +200,28 @@ TEST(ClusterRun, LauncherRanksFindTheCoordinatorThroughTheRendezvousFile) {
     if (std::string(name) == "worker") authorised = r.out.substr(r.out.rfind('\n', r.out.size() - 2) + 1);
   }
   std::ofstream(dir / "keys/authorised_keys") << authorised;
-  const std::vector<std::string> args{"run", wf.string(), "--set", "output=" + (dir / "srun.txt").string(), "--gpu", "none",
-                                      "--no-progress", "--no-perf-model", "--cpu", "1",
-                                      "--key", (dir / "keys/coordinator.key").string(),
-                                      "--authorised-keys", (dir / "keys/authorised_keys").string(),
-                                      "--worker-key", (dir / "keys/worker.key").string(),
-                                      "--coordinator-key", (dir / "keys/coordinator.pub").string()};
+  // The documented command line (docs/cluster.md): --listen without
+  // --expect, the launcher giving the number of workers.
+  const std::vector<std::string> args{"run",
+                                      wf.string(),
+                                      "--set",
+                                      "output=" + (dir / "srun.txt").string(),
+                                      "--gpu",
+                                      "none",
+                                      "--no-progress",
+                                      "--no-perf-model",
+                                      "--cpu",
+                                      "1",
+                                      "--listen",
+                                      "tcp://127.0.0.1:0",
+                                      "--key",
+                                      (dir / "keys/coordinator.key").string(),
+                                      "--authorised-keys",
+                                      (dir / "keys/authorised_keys").string(),
+                                      "--worker-key",
+                                      (dir / "keys/worker.key").string(),
+                                      "--coordinator-key",
+                                      (dir / "keys/coordinator.pub").string()};
   auto env = [&](int rank) {
     return std::vector<std::string>{"FLOWD_LAUNCHER=slurm", "SLURM_PROCID=" + std::to_string(rank), "SLURM_NTASKS=3",
                                     "SLURM_JOB_ID=4711", "SLURM_STEP_ID=0", "FLOWD_ADVERTISE=127.0.0.1",
@@ -233,4 +249,39 @@ TEST(ClusterRun, WorkersKeepingTheirItemsInHdf5GiveTheSameOutput) {
   EXPECT_NE(r.err.find("keeping its items in"), std::string::npos) << r.err;
   // Each node's file goes with it.
   EXPECT_TRUE(fs::is_empty(dir / "stores"));
+}
+
+// Under a launcher --expect is the launcher's size - 1; one that disagrees is
+// a usage error naming both numbers.
+TEST(ClusterRun, AnExpectThatDisagreesWithTheLauncherIsRefusedNamingBoth) {
+  const auto dir = test::scratch();
+  const auto wf = write(dir, "wf.json", pipeline(4, 1));
+  const auto r = test::flowd_cmd(dir,
+                                 {"run", wf.string(), "--set", "output=" + (dir / "x.txt").string(), "--listen",
+                                  "tcp://127.0.0.1:0", "--expect", "5", "--gpu", "none", "--no-progress"},
+                                 "FLOWD_LAUNCHER=slurm SLURM_PROCID=0 SLURM_NTASKS=3 SLURM_JOB_ID=1");
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_NE(r.err.find("--expect 5 disagrees with the launcher: slurm started 3 ranks, so 2 workers"),
+            std::string::npos)
+      << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir / "x.txt"));
+}
+
+// A worker rank whose rank 0 never writes the rendezvous file gives up after
+// --wait-workers seconds with exit 3, naming the file.
+TEST(ClusterRun, AWorkerRankWhoseCoordinatorNeverAppearsGivesUpAfterWaitWorkers) {
+  const auto dir = test::scratch();
+  const auto wf = write(dir, "wf.json", pipeline(4, 1));
+  const auto rendezvous = dir / "never.json";
+  const auto r = test::flowd_cmd(
+      dir,
+      {"run", wf.string(), "--listen", "tcp://127.0.0.1:0", "--wait-workers", "2", "--gpu", "none", "--no-progress"},
+      "FLOWD_LAUNCHER=slurm SLURM_PROCID=1 SLURM_NTASKS=3 SLURM_JOB_ID=1 FLOWD_RENDEZVOUS=" +
+          test::quote(rendezvous.string()));
+  EXPECT_EQ(r.code, 3) << r.err;
+  EXPECT_NE(r.err.find("rendezvous file " + rendezvous.string() + " did not appear"), std::string::npos) << r.err;
+  // The bound is --wait-workers, not the rendezvous default of 5 minutes.
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.err, m, std::regex("within ([0-9]+) ms"))) << r.err;
+  EXPECT_LT(std::stol(m[1].str()), 60000) << r.err;
 }
