@@ -5,6 +5,8 @@
 // and 20x scans of different stain strength; derive() turns them into the
 // concrete integers each operation receives, so running the operations one
 // by one with a Derived gives exactly what segment() gives.
+#include <vector>
+
 #include <opencv2/core.hpp>
 
 #include "segment.hpp"
@@ -126,5 +128,9 @@ cv::Mat fill_small_holes(const cv::Mat& mask, int max_hole_area);
 // Drops labels with fewer than min_area pixels and renumbers the rest 1..n in
 // raster order of their first pixel.
 cv::Mat relabel(const cv::Mat& labels, int min_area, int* count = nullptr);
+
+// Labels v with keep[v] set, numbered 1..n in raster order of their first
+// pixel; the rest 0. keep covers every label of `labels` (index 0 unused).
+cv::Mat renumber_kept(const cv::Mat& labels, const std::vector<std::uint8_t>& keep, int* count = nullptr);
 
 }  // namespace flowd::nuclei

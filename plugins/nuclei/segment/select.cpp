@@ -7,6 +7,8 @@
 #include <limits>
 #include <stdexcept>
 
+#include "pipeline.hpp"
+
 namespace flowd::nuclei {
 
 namespace {
@@ -215,30 +217,11 @@ bool keeps(const ObjectMeasures& m, const SelectRule& rule) {
 cv::Mat select_and_relabel(const cv::Mat& labels, const cv::Mat& haem, const cv::Mat& valid, const SelectRule& rule,
                            int min_area, int* count) {
   const std::vector<ObjectMeasures> m = measure_objects(labels, haem, valid, rule.ring_radius);
-  // New numbers in raster order of each kept object's first pixel, as
-  // relabel() gives them.
-  std::vector<std::int32_t> number(m.size(), 0);
+  // Numbered as relabel() numbers them: raster order of first pixel.
   std::vector<std::uint8_t> keep(m.size(), 0);
   for (std::size_t i = 1; i < m.size(); ++i)
     keep[i] = keeps(m[i], rule) && m[i].area >= min_area ? 1 : 0;
-  std::int32_t next = 0;
-  cv::Mat out(labels.size(), CV_32S);
-  for (int y = 0; y < labels.rows; ++y) {
-    const std::int32_t* l = labels.ptr<std::int32_t>(y);
-    std::int32_t* o = out.ptr<std::int32_t>(y);
-    for (int x = 0; x < labels.cols; ++x) {
-      const std::int32_t v = l[x];
-      if (v <= 0 || !keep[static_cast<std::size_t>(v)]) {
-        o[x] = 0;
-        continue;
-      }
-      std::int32_t& k = number[static_cast<std::size_t>(v)];
-      if (k == 0) k = ++next;
-      o[x] = k;
-    }
-  }
-  if (count) *count = next;
-  return out;
+  return renumber_kept(labels, keep, count);
 }
 
 cv::Mat select_objects(const cv::Mat& labels, const cv::Mat& haem, const cv::Mat& valid, const SelectRule& rule) {

@@ -94,7 +94,14 @@ cv::Mat relabel(const cv::Mat& labels, int min_area, int* count) {
     for (int x = 0; x < labels.cols; ++x)
       if (l[x] > 0) ++area[static_cast<std::size_t>(l[x])];
   }
-  std::vector<std::int32_t> order(area.size(), 0);
+  std::vector<std::uint8_t> keep(area.size(), 0);
+  for (std::size_t i = 1; i < area.size(); ++i)
+    keep[i] = area[i] >= min_area ? 1 : 0;
+  return renumber_kept(labels, keep, count);
+}
+
+cv::Mat renumber_kept(const cv::Mat& labels, const std::vector<std::uint8_t>& keep, int* count) {
+  std::vector<std::int32_t> order(keep.size(), 0);
   std::int32_t next = 0;
   cv::Mat out(labels.size(), CV_32S);
   for (int y = 0; y < labels.rows; ++y) {
@@ -102,7 +109,7 @@ cv::Mat relabel(const cv::Mat& labels, int min_area, int* count) {
     std::int32_t* o = out.ptr<std::int32_t>(y);
     for (int x = 0; x < labels.cols; ++x) {
       const std::int32_t v = l[x];
-      if (v <= 0 || area[static_cast<std::size_t>(v)] < min_area) {
+      if (v <= 0 || !keep[static_cast<std::size_t>(v)]) {
         o[x] = 0;
         continue;
       }
