@@ -26,7 +26,7 @@ public:
     Node& node = graph_.nodes_[id_];
     if (!exec_.failed.load(std::memory_order_relaxed)) {
       try {
-        node.fn();
+        node.fn(env.worker());
       } catch (...) {
         std::lock_guard lk(exec_.m);
         if (!exec_.error) exec_.error = std::current_exception();
@@ -50,6 +50,10 @@ private:
 };
 
 TaskGraph::NodeId TaskGraph::add(Fn fn, KindMask runs_on) {
+  return add_on_worker([fn = std::move(fn)](const WorkerInfo&) { fn(); }, runs_on);
+}
+
+TaskGraph::NodeId TaskGraph::add_on_worker(WorkerFn fn, KindMask runs_on) {
   auto& n = nodes_.emplace_back();
   n.fn = std::move(fn);
   n.runs_on = runs_on;

@@ -1,6 +1,7 @@
 #pragma once
 // A static DAG of callables run on workers: the dispatch benchmark's shapes
-// (independent tasks, chains, fork-join) and, later, scan strategies.
+// (independent tasks, chains, fork-join) and the scan strategies' plans
+// (sched/scan.hpp).
 #include <atomic>
 #include <cstdint>
 #include <deque>
@@ -21,8 +22,12 @@ class TaskGraph {
 public:
   using NodeId = std::uint32_t;
   using Fn = std::function<void()>;
+  // A node that needs to know the worker running it (its kind picks an
+  // operator's variant; its id keys per-worker statistics).
+  using WorkerFn = std::function<void(const WorkerInfo&)>;
 
   NodeId add(Fn fn, KindMask runs_on = cpu_only);
+  NodeId add_on_worker(WorkerFn fn, KindMask runs_on = cpu_only);
   // `before` must finish before `after` starts.
   void precede(NodeId before, NodeId after);
   std::size_t size() const noexcept { return nodes_.size(); }
@@ -41,7 +46,7 @@ private:
   void run_via(const Submit& submit);
 
   struct Node {
-    Fn fn;
+    WorkerFn fn;
     KindMask runs_on;
     std::vector<NodeId> successors;
     std::uint32_t predecessors = 0;
