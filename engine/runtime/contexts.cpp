@@ -21,6 +21,8 @@ template class ContextImpl<EmitContext>;
 template class ContextImpl<GpuContext>;
 template class ContextImpl<SourceContext>;
 template class ContextImpl<SinkContext>;
+template class ContextImpl<ScanContext>;
+template class ContextImpl<GpuScanContext>;
 
 std::optional<std::string> input_mismatch(const PortSpec& in, const Value& value, std::string_view from) {
   if (in.type.accepts(value)) return std::nullopt;

@@ -1,6 +1,7 @@
 #pragma once
 // The engine's implementations of the SDK contexts handed to operators.
 #include <atomic>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -138,5 +139,40 @@ private:
 };
 
 using ReduceContextImpl = ContextImpl<Context>;
+
+// A scan's combine: the stage's other inputs by key, found (and placed where
+// the combine runs) by `lookup`.
+using ItemLookup = std::function<const Item&(std::size_t port, std::string_view key)>;
+
+class ScanContextImpl final : public ContextImpl<ScanContext> {
+public:
+  ScanContextImpl(const workflow::StageNode& node, const Inputs* inputs, Logger& log, const std::atomic<bool>& stop,
+                  ItemLookup lookup)
+      : ContextImpl(node, inputs, log, stop), lookup_(std::move(lookup)) {}
+  const Item& item(std::string_view port, std::string_view key) const override {
+    return lookup_(input_port(port), key);
+  }
+
+private:
+  ItemLookup lookup_;
+};
+
+class GpuScanContextImpl final : public ContextImpl<GpuScanContext> {
+public:
+  GpuScanContextImpl(const workflow::StageNode& node, const Inputs* inputs, Logger& log, const std::atomic<bool>& stop,
+                     ItemLookup lookup, memory::Device& dev)
+      : ContextImpl(node, inputs, log, stop), lookup_(std::move(lookup)), dev_(dev) {}
+  Device device() const noexcept override { return Device::gpu; }
+  const Item& item(std::string_view port, std::string_view key) const override {
+    return lookup_(input_port(port), key);
+  }
+  int gpu() const noexcept override { return dev_.ordinal(); }
+  void* stream() const noexcept override { return dev_.compute_stream(); }
+  Array allocate(DType dtype, std::span<const std::int64_t> shape) override { return dev_.allocate(dtype, shape); }
+
+private:
+  ItemLookup lookup_;
+  memory::Device& dev_;
+};
 
 }  // namespace flowd::runtime

@@ -109,6 +109,10 @@ void RunState::deliver_locked(StageState& to, std::size_t port, const CarriedPtr
       fail_locked(to, key, *why);
       return;
     }
+  if (to.holds_series()) {
+    hold_locked(to, port, c);
+    return;
+  }
   const std::size_t nports = to.node->inputs.size();
   if (to.node->connected_inputs() == 1) {
     Tuple t{key, std::vector<CarriedPtr>(nports)};
@@ -161,7 +165,7 @@ void RunState::dispatch_locked(StageState& s, Tuple t, sched::TaskEnv* env) {
       }
       return;
     case Pattern::source:
-      return;  // validation gives sources no inputs
+    case Pattern::scan: return;  // validation gives sources no inputs; a scan holds its items (hold_locked)
   }
 }
 
@@ -172,6 +176,8 @@ void RunState::maybe_close_locked(StageState& s, sched::TaskEnv* env) {
   } else if (s.open_upstream > 0 || s.active > 0) {
     return;
   }
+  if (s.holds_series() && !s.released && !runner_.stopping())
+    if (release_locked(s, env)) return;
   if (s.pattern() == Pattern::reduce && !s.finalized) {
     if (!s.finalizing && !runner_.stopping()) {
       s.finalizing = true;

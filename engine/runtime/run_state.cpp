@@ -49,10 +49,13 @@ bool RunState::open_sinks(RunReport& report) {
   // Before anything is created: a refused run leaves nothing behind.
   if (opts().checkpoint || opts().open_checkpoint)
     for (const auto& s : stages_)
-      if (s.pattern() == Pattern::reduce)
-        throw Error("stage '" + s.name() +
-                    "' is a reduce: its partial results are not kept, so this run cannot be "
-                    "journalled or resumed (--journal/--resume)");
+      if (s.pattern() == Pattern::reduce || s.holds_series())
+        throw Error("stage '" + s.name() + "' is a " +
+                    (s.pattern() == Pattern::reduce
+                         ? std::string("reduce: its partial results are")
+                         : std::string(s.pattern() == Pattern::scan ? "scan" : "map fed consecutive pairs") +
+                               ": the series it collects is") +
+                    " not kept, so this run cannot be journalled or resumed (--journal/--resume)");
   for (auto& s : stages_) {
     if (s.pattern() != Pattern::sink) continue;
     SinkContextImpl ctx(*s.node, nullptr, log(), runner_.stop_flag(), opts().provenance, outputs_);
@@ -176,8 +179,10 @@ void RunState::finish(RunReport& report) {
     for (auto& s : stages_) {
       s.joins.clear();
       s.backlog.clear();
+      s.held.clear();
     }
     report.failures = failures_;
+    if (auto scans = scans_json(); !scans.empty()) report.config["scans"] = std::move(scans);
   }
   if (interrupted_) report.status = RunStatus::interrupted;
   else if (runner_.stopping()) report.status = RunStatus::failed;

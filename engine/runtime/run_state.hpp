@@ -20,10 +20,12 @@
 #include <string>
 #include <vector>
 
+#include "flowd/keys.hpp"
 #include "runtime/carried.hpp"
 #include "runtime/contexts.hpp"
 #include "runtime/run_types.hpp"
 #include "runtime/task_runner.hpp"
+#include "sched/scan_strategy.hpp"
 
 namespace flowd::runtime {
 struct RemoteResult;
@@ -44,11 +46,22 @@ struct SourceWindow {
   std::optional<std::uint64_t> expected;  // guarded by the run lock
 };
 
+struct KeyLess {
+  bool operator()(const std::string& a, const std::string& b) const noexcept { return key_less(a, b); }
+};
+using HeldItems = std::map<std::string, CarriedPtr, KeyLess>;
+
 // A stage's part in the routing; guarded by the run lock.
 struct StageState : Stage {
   explicit StageState(workflow::StageNode& n)
-      : Stage(n), open_upstream(n.connected_inputs()),
-        window(n.spec().pattern == Pattern::source ? std::make_unique<SourceWindow>() : nullptr) {}
+      : Stage(n),
+        open_upstream(n.connected_inputs()),
+        window(n.spec().pattern == Pattern::source ? std::make_unique<SourceWindow>() : nullptr),
+        held(holds_series() ? n.spec().inputs.size() : 0) {}
+
+  // A scan, or a map fed consecutive pairs: it needs its whole series, in
+  // key order, before its first task.
+  bool holds_series() const noexcept { return pattern() == Pattern::scan || node->consecutive_pairs; }
 
   std::size_t open_upstream = 0;  // input edges whose producer has not closed
   std::size_t active = 0;         // map/sink/reduce tasks queued or running
@@ -61,6 +74,13 @@ struct StageState : Stage {
   bool finalized = false;
 
   std::unique_ptr<SourceWindow> window;  // sources only
+
+  // holds_series(): every item received, per input port, by key in natural
+  // order; kept without their credits (the source goes on emitting: the
+  // series is bounded by the input, not the window).
+  std::vector<HeldItems> held;
+  bool released = false;                       // the scan task was queued, or the pairs dispatched
+  std::optional<sched::ScanStats> scan_stats;  // a scan that ran
 };
 
 class RunState {
@@ -100,7 +120,8 @@ public:
   void finish(RunReport& report);
 
 private:
-  class StageTask;     // a source, map, sink, reduce or finalize task (stage_tasks.cpp)
+  class StageTask;     // a source, map, sink, reduce, finalize or scan task (stage_tasks.cpp)
+  class ScanCombine;   // a scan stage's combine, as the scan strategies call it (scan_stage.cpp)
   class RemoteAnswer;  // a cluster's answer to a map task (stage_tasks.cpp)
 
   // --- sources (routing.cpp) -------------------------------------------------
@@ -117,6 +138,16 @@ private:
   void dispatch_locked(StageState& s, Tuple t, sched::TaskEnv* env);
   void maybe_close_locked(StageState& s, sched::TaskEnv* env);
   void fail_locked(StageState& s, const std::string& key, const std::string& message);
+
+  // --- scans and consecutive pairs (scan_stage.cpp) ------------------------------
+  // Keeps an item of a stage that holds its series.
+  void hold_locked(StageState& s, std::size_t port, const CarriedPtr& c);
+  // When its inputs have closed: queues the scan task, or dispatches one map
+  // task per consecutive pair. False when nothing was queued.
+  bool release_locked(StageState& s, sched::TaskEnv* env);
+  void run_scan(StageState& s, sched::TaskEnv& env);
+  // The scan stages' statistics, for the report's configuration.
+  Json scans_json() const;
 
   // --- stage tasks (stage_tasks.cpp) -------------------------------------------
   void run_map(StageState& s, Tuple& t, sched::TaskEnv& env);
@@ -166,7 +197,7 @@ private:
 // One task class for every kind of stage work; the run state does the work.
 class RunState::StageTask final : public sched::Task {
 public:
-  enum class Kind { source, map, sink, reduce, finalize };
+  enum class Kind { source, map, sink, reduce, finalize, scan };
   StageTask(RunState& st, StageState& s, Kind k, Tuple t = {}) : st_(st), s_(s), kind_(k), tuple_(std::move(t)) {}
   void run(sched::TaskEnv& env) override;
   void prefetch(const sched::WorkerInfo& w) override;

@@ -14,6 +14,7 @@ void RunState::StageTask::run(sched::TaskEnv& env) {
     case Kind::sink: st_.run_sink(s_, env); break;
     case Kind::reduce: st_.run_reduce(s_, tuple_, env); break;
     case Kind::finalize: st_.run_finalize(s_, env); break;
+    case Kind::scan: st_.run_scan(s_, env); break;
   }
 }
 

@@ -49,10 +49,13 @@ struct Outcome {
 // it.
 struct Stage {
   explicit Stage(workflow::StageNode& n)
-      : node(&n), gpu(n.handle.factory().gpu_variant ? n.handle.factory().gpu_variant(*n.op) : nullptr) {}
+      : node(&n),
+        gpu(n.handle.factory().gpu_variant ? n.handle.factory().gpu_variant(*n.op) : nullptr),
+        gpu_scan(n.handle.factory().gpu_scan_variant ? n.handle.factory().gpu_scan_variant(*n.op) : nullptr) {}
 
   workflow::StageNode* node;
   const GpuVariant* gpu;  // the operator's GPU variant, if it has one
+  const GpuScanVariant* gpu_scan;  // a scan operator's GPU combine, if it has one
 
   std::atomic<std::uint64_t> tasks_done{0};
   std::atomic<std::uint64_t> on_gpu{0};

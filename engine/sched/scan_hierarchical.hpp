@@ -376,7 +376,7 @@ requires ScanCombine<C, T> std::vector<T> hierarchical_scan(std::span<const T> x
   const auto t0 = std::chrono::steady_clock::now();
   const std::size_t n = x.size(), P_ = static_cast<std::size_t>(o.ranks);
   std::vector<std::optional<T>> y(n);
-  ScanMeter meter;
+  ScanMeter meter(P_ * static_cast<std::size_t>(o.lanes));  // every lane reported, idle ones too
   InProcessRanks<T> links(o.ranks);
   std::deque<detail::RankScan<T, C>> ranks;
   TaskGraph g;

@@ -1,5 +1,6 @@
 #include "sched/task_graph.hpp"
 
+#include <chrono>
 #include <condition_variable>
 #include <exception>
 #include <mutex>
@@ -66,7 +67,7 @@ void TaskGraph::precede(NodeId before, NodeId after) {
   ++nodes_[after].predecessors;
 }
 
-void TaskGraph::run_via(const Submit& submit) {
+void TaskGraph::run_via(const Submit& submit, const Help& help) {
   if (nodes_.empty()) return;
   // Kahn's count detects a cycle before anything runs.
   {
@@ -93,7 +94,20 @@ void TaskGraph::run_via(const Submit& submit) {
     if (nodes_[i].predecessors == 0) roots.push_back(std::make_unique<NodeTask>(*this, x, i));
   }
   submit(std::move(roots));
-  {
+  if (help) {
+    // Helps while tasks are ready; otherwise waits a little (a task made
+    // ready meanwhile does not wake this thread, only the pool's workers).
+    while (true) {
+      {
+        std::unique_lock lk(x.m);
+        if (x.finished) break;
+      }
+      if (!help()) {
+        std::unique_lock lk(x.m);
+        x.done.wait_for(lk, std::chrono::milliseconds(1), [&] { return x.finished; });
+      }
+    }
+  } else {
     std::unique_lock lk(x.m);
     x.done.wait(lk, [&] { return x.finished; });
   }

@@ -17,6 +17,13 @@ namespace flowd::sched {
 // decides what runs where and knows no threads, so it names no executor.
 template <class P>
 concept TaskSubmitter = requires(P& p, std::vector<TaskPtr> tasks) { p.submit(std::move(tasks)); };
+// A submitter whose caller is itself a worker (a task building a graph): it
+// runs ready tasks while it waits (help_one(): false when there was none),
+// so a graph run from inside a task never waits for a worker it occupies.
+template <class P>
+concept HelpingSubmitter = TaskSubmitter<P> && requires(P& p) {
+  { p.help_one() } -> std::convertible_to<bool>;
+};
 
 class TaskGraph {
 public:
@@ -36,14 +43,18 @@ public:
   // done. If a node throws, nodes depending on it are skipped and the first
   // exception is rethrown here. Throws std::invalid_argument for a cyclic graph.
   template <TaskSubmitter P> void run(P& pool) {
-    run_via([&pool](std::vector<TaskPtr> roots) { pool.submit(std::move(roots)); });
+    Help help;
+    if constexpr (HelpingSubmitter<P>) help = [&pool] { return pool.help_one(); };
+    run_via([&pool](std::vector<TaskPtr> roots) { pool.submit(std::move(roots)); }, help);
   }
 
 private:
   using Submit = std::function<void(std::vector<TaskPtr>)>;
+  using Help = std::function<bool()>;
   // run() without the pool's type: `submit` takes the root tasks; later ones
-  // are spawned by the tasks that make them ready.
-  void run_via(const Submit& submit);
+  // are spawned by the tasks that make them ready. `help`, if set, runs a
+  // ready task on the waiting thread.
+  void run_via(const Submit& submit, const Help& help);
 
   struct Node {
     WorkerFn fn;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "plugin/registry.hpp"
+#include "sched/scan_strategy.hpp"
 #include "workflow/labels.hpp"
 #include "workflow/workflow.hpp"
 
@@ -31,6 +32,8 @@ struct StageNode {
   std::vector<std::optional<PortRef>> inputs;   // producer of each input port (none if unconnected)
   std::vector<std::vector<PortRef>> consumers;  // consumers of each output port
   StageLabels labels;  // parsed "labels" (default: anywhere); a cluster run places by them
+  sched::ScanStrategy strategy = sched::ScanStrategy::work_stealing;  // scan stages: "strategy"
+  bool consecutive_pairs = false;  // map stages: "pairs": "consecutive" (its two inputs get x_i, x_i+1)
 
   const OperatorSpec& spec() const noexcept { return handle.spec(); }
   std::size_t connected_inputs() const noexcept {

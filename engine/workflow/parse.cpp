@@ -15,7 +15,7 @@ namespace fs = std::filesystem;
 namespace {
 
 const std::vector<std::string> top_keys = {"version", "name", "description", "plugin_path", "vars", "stages", "run"};
-const std::vector<std::string> stage_keys = {"op", "doc", "params", "inputs", "labels"};
+const std::vector<std::string> stage_keys = {"op", "doc", "params", "inputs", "labels", "strategy", "pairs"};
 const std::vector<std::string> run_keys = {"scheduler", "cpu", "gpu", "keep_going", "max_in_flight"};
 
 bool identifier(std::string_view s) {
@@ -221,6 +221,21 @@ Workflow parse_workflow(std::string_view text, const std::string& display, const
           }
       }
       if (s.contains("labels")) st.labels = from_ordered(s["labels"]);  // checked by validate()
+      // Checked by validate(), which knows the operator's pattern.
+      for (const char* key : {"strategy", "pairs"}) {
+        if (!s.contains(key)) continue;
+        if (!s[key].is_string()) {
+          d.add(at + "/" + key, std::string("expected a string, got ") + type_name(s[key]));
+          continue;
+        }
+        const Json v = sub.value(s[key], Where(at + "/" + key));
+        if (!v.is_string()) {
+          if (!v.is_null()) d.add(at + "/" + key, std::string("expected a string, got ") + type_name(to_ordered(v)));
+          continue;
+        }
+        s[key] = to_ordered(v);
+        (key[0] == 's' ? st.strategy : st.pairs) = v.get<std::string>();
+      }
       w.stages.push_back(std::move(st));
     }
   }

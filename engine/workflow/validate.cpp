@@ -22,6 +22,38 @@ std::vector<std::string> port_names(const std::vector<PortSpec>& ports) {
 
 std::string list_or_none(const std::vector<std::string>& names) { return names.empty() ? "none" : join(names, ", "); }
 
+// "strategy" belongs to scan stages and names a strategy; "pairs" belongs to
+// map stages whose first two inputs both read one output.
+void check_scan_and_pairs(const StageDecl& s, const OperatorSpec& spec, Diagnostics& d) {
+  if (spec.pattern == Pattern::scan && (spec.inputs.empty() || spec.outputs.size() != 1))
+    d.add(pointer({"stages", s.name, "op"}),
+          "scan operator '" + spec.name + "' must have the series as its first input and one output");
+  if (!s.strategy.empty()) {
+    const std::string at = pointer({"stages", s.name, "strategy"});
+    if (spec.pattern != Pattern::scan)
+      d.add(at, "only scan stages take a strategy; '" + spec.name + "' is a " + std::string(name_of(spec.pattern)) +
+                    " operator");
+    else if (!sched::parse_scan_strategy(s.strategy))
+      d.add(at, "unknown scan strategy '" + s.strategy + "'; strategies: " + std::string(sched::scan_strategy_names()));
+  }
+  if (!s.pairs.empty()) {
+    const std::string at = pointer({"stages", s.name, "pairs"});
+    if (s.pairs != "consecutive") {
+      d.add(at, "unknown pairing '" + s.pairs + "'; the one pairing is \"consecutive\"");
+    } else if (spec.pattern != Pattern::map) {
+      d.add(at,
+            "only map stages take pairs; '" + spec.name + "' is a " + std::string(name_of(spec.pattern)) + " operator");
+    } else if (spec.inputs.size() < 2 || s.inputs.size() != 2 || !s.inputs.count(spec.inputs[0].name) ||
+               !s.inputs.count(spec.inputs[1].name) ||
+               s.inputs.at(spec.inputs[0].name) != s.inputs.at(spec.inputs[1].name)) {
+      const std::string a = spec.inputs.size() > 0 ? spec.inputs[0].name : "first";
+      const std::string b = spec.inputs.size() > 1 ? spec.inputs[1].name : "second";
+      d.add(at, "a stage fed consecutive pairs connects its inputs '" + a + "' and '" + b +
+                    "' (and no other) to the same \"stage.port\"");
+    }
+  }
+}
+
 }  // namespace
 
 Params resolve_params(const OperatorSpec& spec, const Json& given, const std::string& at, Diagnostics& d) {
@@ -67,6 +99,8 @@ std::optional<StageNode> open_stage(const StageDecl& s, const Params& params, st
     }
     if (d.items().size() != before) return std::nullopt;
     StageNode node{s.name, index, std::move(handle), std::move(uses), params, nullptr, {}, {}, {}};
+    if (auto strategy = sched::parse_scan_strategy(s.strategy)) node.strategy = *strategy;
+    node.consecutive_pairs = s.pairs == "consecutive";
     node.op = node.handle.create(node.params);
     node.inputs.resize(node.spec().inputs.size());
     node.consumers.resize(node.spec().outputs.size());
@@ -203,6 +237,7 @@ Graph validate(Workflow wf, plugin::Registry& registry) {
     has_source |= spec->pattern == Pattern::source;
     if (spec->pattern == Pattern::reduce && (spec->inputs.size() != 1 || spec->outputs.size() != 1))
       d.add(pointer({"stages", s.name, "op"}), "reduce operator '" + spec->name + "' must have one input and one output");
+    check_scan_and_pairs(s, *spec, d);
   }
   // 5. Context labels (docs/cluster.md "Labels"): checked in every run, so
   // a workflow is valid or not whether it runs in one process or many.

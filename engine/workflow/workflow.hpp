@@ -28,6 +28,11 @@ struct StageDecl {
   // may place the stage's tasks. Null: anywhere. validate() parses them into
   // StageNode::labels (workflow/labels.hpp).
   Json labels = nullptr;
+  // A scan stage's strategy (sched/scan_strategy.hpp names; empty: auto).
+  std::string strategy;
+  // A map stage fed consecutive pairs of one keyed series ("consecutive";
+  // empty: items matched by key). docs/workflow-format.md, "Pairs".
+  std::string pairs;
 };
 
 // The optional "run" section; command-line flags override each field.

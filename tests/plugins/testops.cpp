@@ -335,7 +335,140 @@ public:
   void cpu(MapContext& ctx) const override { ctx.emit("out", ctx.input(0)); }
 };
 
+// {"i": i} -> a scan element covering [i, i]: a 2×2 matrix mod p and a
+// string, for test.matmul2 and test.concat.
+class Element final : public Map {
+public:
+  static OperatorSpec spec() {
+    return {.name = "test.element",
+            .doc = "A scan element for element i.",
+            .inputs = {{"in", "json", ""}},
+            .outputs = {{"out", "json", ""}},
+            .params = {ParamSpec::integer("identity_every", 0)
+                           .at_least(0)
+                           .doc("every k-th element is the identity matrix (0: none)")}};
+  }
+  explicit Element(const Params& p) : identity_every_(p.get<std::int64_t>("identity_every")) {}
+  void cpu(MapContext& ctx) const override {
+    const std::int64_t i = ctx.input(0).json()["i"].get<std::int64_t>();
+    Json m = Json::array({(i * 7 + 3) % 1009, (i * 5 + 1) % 1009, (i * 11 + 2) % 1009, (i * 13 + 4) % 1009});
+    if (identity_every_ > 0 && i % identity_every_ == 0) m = Json::array({1, 0, 0, 1});
+    ctx.emit("out", Value(Json{{"lo", i}, {"hi", i}, {"m", m}, {"s", std::to_string(i) + ","}}));
+  }
+
+private:
+  std::int64_t identity_every_;
+};
+
+// What the two test scans share: operands must be adjacent ranges [lo, hi]
+// (the engine must never combine out of order), an optional sleep, a failure
+// on demand, and a check that the item of input "frames" keyed
+// "<frames_prefix>/<hi>" is there for every right operand.
+class TestScan : public Scan {
+public:
+  static std::vector<ParamSpec> params() {
+    return {ParamSpec::integer("sleep_ms", 0).at_least(0),
+            ParamSpec::integer("fail_at", -1).doc("fail a combine reaching element i"),
+            ParamSpec::string("frames_prefix", "").doc("check ctx.item(\"frames\", prefix/hi) in every combine")};
+  }
+  explicit TestScan(const Params& p)
+      : sleep_ms_(p.get<std::int64_t>("sleep_ms")),
+        fail_at_(p.get<std::int64_t>("fail_at")),
+        frames_prefix_(p.get<std::string>("frames_prefix")) {}
+
+protected:
+  // The checks; returns the merged range as JSON with lo and hi.
+  Json join(ScanContext& ctx, const Json& l, const Json& r) const {
+    const auto lo = l["lo"].get<std::int64_t>(), mid = l["hi"].get<std::int64_t>(), hi = r["hi"].get<std::int64_t>();
+    if (mid + 1 != r["lo"].get<std::int64_t>())
+      throw Error("combined [" + std::to_string(lo) + ", " + std::to_string(mid) + "] with [" + r["lo"].dump() + ", " +
+                  std::to_string(hi) + "]: not adjacent");
+    if (hi == fail_at_) throw Error("asked to fail at " + std::to_string(hi));
+    if (!frames_prefix_.empty()) {
+      const Item& f = ctx.item("frames", frames_prefix_ + "/" + std::to_string(hi));
+      if (f.json()["i"].get<std::int64_t>() != hi) throw Error("frame " + std::to_string(hi) + " has the wrong i");
+    }
+    if (sleep_ms_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(sleep_ms_));
+    return Json{{"lo", lo}, {"hi", hi}};
+  }
+
+private:
+  std::int64_t sleep_ms_, fail_at_;
+  std::string frames_prefix_;
+};
+
+std::vector<PortSpec> scan_inputs() {
+  return {{"in", "json", "the series (test.element items)"}, {"frames", "json", "items read by key", true}};
+}
+
+// Products of 2×2 integer matrices modulo 1009, left to right: associative,
+// not commutative. Shortcut: an identity operand.
+class MatMul2 final : public TestScan {
+public:
+  static OperatorSpec spec() {
+    return {.name = "test.matmul2",
+            .doc = "Prefix products of 2x2 matrices mod 1009.",
+            .inputs = scan_inputs(),
+            .outputs = {{"out", "json", ""}},
+            .params = params()};
+  }
+  using TestScan::TestScan;
+  Item combine(ScanContext& ctx, const Item& left, const Item& right) const override {
+    const Json& l = left.json();
+    const Json& r = right.json();
+    Json out = join(ctx, l, r);
+    const auto a = [&](int k) { return l["m"][k].get<std::int64_t>(); };
+    const auto b = [&](int k) { return r["m"][k].get<std::int64_t>(); };
+    out["m"] = Json::array({(a(0) * b(0) + a(1) * b(2)) % 1009, (a(0) * b(1) + a(1) * b(3)) % 1009,
+                            (a(2) * b(0) + a(3) * b(2)) % 1009, (a(2) * b(1) + a(3) * b(3)) % 1009});
+    return Item{right.meta, Value(std::move(out))};
+  }
+  std::optional<Item> shortcut(ScanContext&, const Item& left, const Item& right) const override {
+    const Json identity = Json::array({1, 0, 0, 1});
+    const Json& l = left.json();
+    const Json& r = right.json();
+    if (l["m"] != identity && r["m"] != identity) return std::nullopt;
+    if (l["hi"].get<std::int64_t>() + 1 != r["lo"].get<std::int64_t>()) return std::nullopt;  // combine() says why
+    return Item{right.meta, Value(Json{{"lo", l["lo"]}, {"hi", r["hi"]}, {"m", l["m"] == identity ? r["m"] : l["m"]}})};
+  }
+};
+
+// String concatenation, left to right.
+class Concat final : public TestScan {
+public:
+  static OperatorSpec spec() {
+    return {.name = "test.concat",
+            .doc = "Prefix concatenations.",
+            .inputs = scan_inputs(),
+            .outputs = {{"out", "json", ""}},
+            .params = params()};
+  }
+  using TestScan::TestScan;
+  Item combine(ScanContext& ctx, const Item& left, const Item& right) const override {
+    Json out = join(ctx, left.json(), right.json());
+    out["s"] = left.json()["s"].get<std::string>() + right.json()["s"].get<std::string>();
+    return Item{right.meta, Value(std::move(out))};
+  }
+};
+
+// Two inputs fed consecutive pairs: {"first": i, "second": j}.
+class Consecutive final : public Map {
+public:
+  static OperatorSpec spec() {
+    return {.name = "test.consecutive",
+            .doc = "Names the pair it got.",
+            .inputs = {{"first", "json", ""}, {"second", "json", ""}},
+            .outputs = {{"out", "json", ""}},
+            .params = {}};
+  }
+  explicit Consecutive(const Params&) {}
+  void cpu(MapContext& ctx) const override {
+    ctx.emit("out", Item{ctx.input("second").meta, Value(Json{{"first", ctx.input("first").json()["i"]},
+                                                              {"second", ctx.input("second").json()["i"]}})});
+  }
+};
+
 }  // namespace
 
 FLOWD_PLUGIN("testops", "1.2.3", "Operators for testing the engine", Count, Step, Liar, Pair, SumI, Record, Double,
-             Fanout, Relay)
+             Fanout, Relay, Element, MatMul2, Concat, Consecutive)

@@ -18,7 +18,9 @@ namespace flowd {
 // 2: GPU variants (gpu.hpp), Context::simulate_compute.
 // 3: sub-task output ports by name (SubRef::port, SubTasks::result).
 // 4: sinks' staged output files (SinkContext::output_folder ... discard).
-inline constexpr std::uint32_t abi_version = 4;
+// 5: the scan pattern (Scan, ScanContext, GpuScanContext,
+//    OperatorFactory::gpu_scan_variant).
+inline constexpr std::uint32_t abi_version = 5;
 
 inline std::string abi_fingerprint() {
   std::string s;

@@ -82,4 +82,31 @@ concept HasGpuVariant = requires(const Op& op, GpuContext& ctx) {
   { op.gpu(ctx) } -> std::same_as<void>;
 };
 
+// What a scan's GPU combine sees: its operands are arrays in this GPU's
+// memory, its result an array it allocated (or a small host value).
+class GpuScanContext : public ScanContext {
+public:
+  virtual int gpu() const noexcept = 0;
+  virtual void* stream() const noexcept = 0;
+  virtual Array allocate(DType dtype, std::span<const std::int64_t> shape) = 0;
+  Array allocate(DType dtype, std::initializer_list<std::int64_t> shape) {
+    return allocate(dtype, std::span<const std::int64_t>(shape.begin(), shape.size()));
+  }
+};
+
+// The interface the engine calls a scan's GPU combine through; registration
+// implements it, as GpuVariant for maps.
+class GpuScanVariant {
+public:
+  virtual ~GpuScanVariant() = default;
+  virtual Item combine_gpu(GpuScanContext& ctx, const Item& left, const Item& right) const = 0;
+};
+
+// A scan operator with a GPU combine: it declares
+// `Item combine_gpu(GpuScanContext&, const Item&, const Item&) const`.
+template <class Op>
+concept HasGpuCombine = requires(const Op& op, GpuScanContext& ctx, const Item& item) {
+  { op.combine_gpu(ctx, item, item) } -> std::same_as<Item>;
+};
+
 }  // namespace flowd

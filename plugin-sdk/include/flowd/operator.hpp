@@ -1,12 +1,12 @@
 #pragma once
 // Operators: what a plugin implements. An operator derives from exactly one
-// pattern base (Source, Map, Reduce, Sink); its static spec() declares name,
+// pattern base (Source, Map, Reduce, Scan, Sink); its static spec() declares name,
 // ports and parameters; its constructor receives the validated parameters.
 //
 // Threading contract: Map::cpu may run concurrently on many items, so it must
 // not mutate the operator (it is const). Source and Sink calls are made one
 // at a time per stage. Reduce::merge is called concurrently on different
-// accumulators.
+// accumulators. Scan::combine is called concurrently on different operands.
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -25,13 +25,13 @@ namespace flowd {
 
 // How a stage relates items to tasks (docs/workflow-format.md, "Patterns";
 // what each pattern base implements: docs/plugin-sdk.md, "Operators").
-enum class Pattern : std::uint8_t { source, map, reduce, sink };
+enum class Pattern : std::uint8_t { source, map, reduce, sink, scan };
 // Where a variant of an operator runs.
 enum class Device : std::uint8_t { cpu, gpu };
 enum class LogLevel : std::uint8_t { debug, info, warning, error };
 
 constexpr std::string_view name_of(Pattern p) noexcept {
-  constexpr std::string_view names[] = {"source", "map", "reduce", "sink"};
+  constexpr std::string_view names[] = {"source", "map", "reduce", "sink", "scan"};
   return names[static_cast<int>(p)];
 }
 constexpr std::string_view name_of(Device d) noexcept { return d == Device::cpu ? "cpu" : "gpu"; }
@@ -169,6 +169,18 @@ public:
 using MapContext = EmitContext;
 using ReduceContext = Context;
 
+// What a scan's combine sees. A combine has no current input (input() throws);
+// it gets its operands as arguments and may read the items of the stage's
+// other inputs by key: a registration's combine reads the frames behind its
+// operands. The engine keeps those items where the combine runs.
+class ScanContext : public Context {
+public:
+  // The item with key `key` that arrived on input `port` (not the series,
+  // port 0). Throws flowd::Error naming the stage, port and key when there
+  // is none.
+  virtual const Item& item(std::string_view port, std::string_view key) const = 0;
+};
+
 // What a sink gets: the run's provenance and its output files. A sink
 // declares in open() where it writes (a folder it fills, or single files),
 // then writes each file under a temporary name the engine hands out. When
@@ -236,6 +248,27 @@ public:
   virtual Item lift(ReduceContext&, const Item& in) const { return in; }
   virtual Item merge(ReduceContext& ctx, Item acc, const Item& other) const = 0;
   virtual Item finish(ReduceContext&, Item acc) const { return acc; }
+};
+
+// An inclusive prefix scan over the series on input port 0, ordered by item
+// key in natural order (frame2 < frame10): y_i = x_0 ⊙ … ⊙ x_i, emitted on
+// output port 0 keyed like x_i. combine(left, right) must be associative;
+// it need not be commutative, and `left` always covers the earlier elements.
+// The engine picks the order of evaluation by the stage's strategy
+// (docs/workflow-format.md, "Scan stages"), so the same result must come
+// from any grouping. shortcut() may answer a combine without work (e.g. when
+// one operand is an identity); nullopt lets combine() run. The whole series
+// is collected before the first combine. A GPU variant is declared like a
+// map's (flowd/gpu.hpp): `Item combine_gpu(GpuScanContext&, const Item&,
+// const Item&) const;`.
+class Scan : public Operator {
+public:
+  virtual Item combine(ScanContext& ctx, const Item& left, const Item& right) const = 0;
+  virtual std::optional<Item> shortcut(ScanContext&, const Item& left, const Item& right) const {
+    (void)left;
+    (void)right;
+    return std::nullopt;
+  }
 };
 
 // Consumes items and writes results, through SinkContext's staged files.

@@ -33,6 +33,8 @@ struct OperatorFactory {
   // in this build (the engine never guesses with a cast across the plugin
   // boundary).
   const GpuVariant* (*gpu_variant)(const Operator&) = nullptr;
+  // The same for a scan operator's GPU combine.
+  const GpuScanVariant* (*gpu_scan_variant)(const Operator&) = nullptr;
 };
 
 struct PluginDescriptor {
@@ -49,11 +51,14 @@ concept OperatorType = std::derived_from<Op, Operator> && std::constructible_fro
 
 template <OperatorType Op> constexpr Pattern pattern_of() {
   constexpr int bases = int{std::derived_from<Op, Source>} + int{std::derived_from<Op, Map>} +
-                        int{std::derived_from<Op, Reduce>} + int{std::derived_from<Op, Sink>};
-  static_assert(bases == 1, "an operator derives from exactly one of flowd::Source, Map, Reduce or Sink");
+                        int{std::derived_from<Op, Reduce>} + int{std::derived_from<Op, Sink>} +
+                        int{std::derived_from<Op, Scan>};
+  static_assert(bases == 1, "an operator derives from exactly one of flowd::Source, Map, Reduce, Scan or Sink");
   if constexpr (std::derived_from<Op, Source>) return Pattern::source;
   else if constexpr (std::derived_from<Op, Map>) return Pattern::map;
   else if constexpr (std::derived_from<Op, Reduce>) return Pattern::reduce;
+  else if constexpr (std::derived_from<Op, Scan>)
+    return Pattern::scan;
   else return Pattern::sink;
 }
 
@@ -70,6 +75,16 @@ public:
   void gpu(GpuContext& ctx) const override { Op::gpu(ctx); }
 };
 
+// The same for a scan operator's GPU combine.
+template <class Op>
+class WithGpuCombine final : public Op, public GpuScanVariant {
+public:
+  using Op::Op;
+  Item combine_gpu(GpuScanContext& ctx, const Item& left, const Item& right) const override {
+    return Op::combine_gpu(ctx, left, right);
+  }
+};
+
 }  // namespace detail
 
 // The factory for one operator type: its spec with pattern and variants
@@ -81,7 +96,7 @@ template <OperatorType Op> OperatorFactory make_factory() {
   spec.pattern = pattern_of<Op>();
   spec.variants = {Device::cpu};
   OperatorFactory f{{}, [](const Params& p) -> std::unique_ptr<Operator> { return std::make_unique<Op>(p); }, nullptr};
-  static_assert(!std::derived_from<Op, GpuVariant>,
+  static_assert(!std::derived_from<Op, GpuVariant> && !std::derived_from<Op, GpuScanVariant>,
                 "an operator must not derive from flowd::GpuVariant: declare `void gpu(flowd::GpuContext&) const;` "
                 "(no override) and define it in a file compiled only with CUDA (flowd/gpu.hpp)");
   if constexpr (HasGpuVariant<Op>) {
@@ -94,9 +109,24 @@ template <OperatorType Op> OperatorFactory make_factory() {
       f.create = [](const Params& p) -> std::unique_ptr<Operator> { return std::make_unique<Built>(p); };
       f.gpu_variant = [](const Operator& o) -> const GpuVariant* { return &static_cast<const Built&>(o); };
     }
+  } else if constexpr (HasGpuCombine<Op>) {
+    static_assert(std::derived_from<Op, Scan>, "combine_gpu is a scan operator's GPU variant");
+    static_assert(!std::is_final_v<Op>,
+                  "an operator with a GPU variant must not be final: in a build with CUDA, "
+                  "registration derives from it to add the variant (flowd/gpu.hpp)");
+    if constexpr (gpu_variants_built) {
+      using Built = detail::WithGpuCombine<Op>;
+      spec.variants.push_back(Device::gpu);
+      f.create = [](const Params& p) -> std::unique_ptr<Operator> { return std::make_unique<Built>(p); };
+      f.gpu_scan_variant = [](const Operator& o) -> const GpuScanVariant* { return &static_cast<const Built&>(o); };
+    }
   } else {
     static_assert(!requires { &Op::gpu; }, "the operator has a member gpu, but not `void gpu(flowd::GpuContext&) "
                                            "const` (public): it would have no GPU variant");
+    static_assert(
+        !requires { &Op::combine_gpu; },
+        "the operator has a member combine_gpu, but not `flowd::Item combine_gpu(flowd::GpuScanContext&, "
+        "const flowd::Item&, const flowd::Item&) const` (public): it would have no GPU variant");
   }
   f.spec = std::move(spec);
   return f;
