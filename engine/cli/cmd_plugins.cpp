@@ -10,6 +10,7 @@
 #include "cli/commands.hpp"
 #include "cli/exit_codes.hpp"
 #include "cli/setup.hpp"
+#include "sched/scan_strategy.hpp"
 #include "util/text.hpp"
 
 namespace po = boost::program_options;
@@ -56,6 +57,8 @@ void print_operator(const OperatorSpec& s, const plugin::PluginRecord& r) {
             << "Plugin        " << r.name << " " << r.version << " (" << r.path.string() << ")\n"
             << "Pattern       " << name_of(s.pattern) << "\n"
             << "Variants      " << variants(s) << "\n";
+  if (s.pattern == Pattern::scan)
+    std::cout << "Strategies    " << sched::scan_strategy_names() << " (the stage's \"strategy\"; default auto)\n";
   if (s.speedup_hint) std::cout << "Speedup hint  " << *s.speedup_hint << "x (GPU over one CPU core)\n";
   std::cout << "\n" << s.doc << "\n";
   Columns table;

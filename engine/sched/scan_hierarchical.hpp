@@ -9,13 +9,14 @@
 //     element at a time, claimed atomically, to the left (res = x[pl] ⊙ res)
 //     or the right (res = res ⊙ x[pr]), toward the slower neighbour when
 //     both sides have unclaimed elements (rate = busy time / combines), so a
-//     fast lane takes elements a slow neighbour has not reached. "Slower" is
-//     weighed by what is left: the side whose neighbour would need longer to
-//     finish the unclaimed elements between us alone (gap × its rate), which
-//     is the paper's rule when both gaps are equal; with the rates alone,
-//     lanes of equal speed chose sides by noise and left some gaps to close
-//     late while lanes whose gaps had closed sat idle (docs/architecture.md,
-//     "Scan");
+//     fast lane takes elements a slow neighbour has not reached. Two
+//     refinements (docs/architecture.md, "Scan"): a lane first finishes its
+//     own share (only one side of it open: that side), so with equal speeds
+//     the ranges stay the static shares and the final local scans stay
+//     balanced; beyond its share, "slower" is weighed by what is left — the
+//     side whose neighbour alone would need longer to finish the unclaimed
+//     elements between them (gap × its rate), the paper's rule when both
+//     gaps are equal;
 //  2. an inclusive scan of the T lane partials (a static plan, dissemination
 //     by default as in the paper);
 //  3. the global scan across ranks (ScanRankLink): a rank receives the
@@ -289,11 +290,14 @@ private:
       const bool left = me.pl > a_ && unclaimed(me.pl - 1);
       const bool right = me.pr + 1 < b_ && unclaimed(me.pr + 1);
       if (!left && !right) break;
-      // Algorithm 1: toward the slower neighbour when both sides are open,
-      // weighed by the unclaimed elements on each side; ties (no rates yet)
-      // go right, the paper's initial step.
+      // Algorithm 1: the own share first; then toward the slower neighbour
+      // when both sides are open, weighed by the unclaimed elements on each
+      // side; ties (no rates yet) go right, the paper's initial step.
       bool go_left = left;
-      if (left && right) {
+      const bool own_left = left && me.pl - 1 >= lo, own_right = right && me.pr + 1 < hi;
+      if (own_left != own_right) {
+        go_left = own_left;
+      } else if (left && right) {
         const auto gap_left = std::max<std::int64_t>(
             1, static_cast<std::int64_t>(me.pl) - 1 - lanes_[l - 1].right_end.load(std::memory_order_acquire));
         const auto gap_right = std::max<std::int64_t>(

@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "support/helpers.hpp"
+#include "support/cli.hpp"
 
 using namespace flowd;
 using runtime::RunStatus;
@@ -230,4 +230,15 @@ TEST(Pairs, BadPairingsAreRefusedAtTheirPointer) {
                                "'second' (and no other) to the same \"stage.port\""),
             std::string::npos)
       << problem(json);
+}
+
+TEST(ScanStage, InspectShowsThePatternAndTheStrategies) {
+  const auto dir = test::scratch();
+  const auto r = test::flowd_cmd(dir, {"inspect", "test.matmul2"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("Pattern       scan\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Strategies    sequential, dissemination, blelloch, ladner-fischer, work-stealing, auto (the "
+                       "stage's \"strategy\"; default auto)"),
+            std::string::npos)
+      << r.out;
 }

@@ -449,6 +449,32 @@ TEST(Report, LargeTraceStaysCompact) {
   EXPECT_LT(html.size(), 80u * t.spans.size()) << "more than 80 bytes per span";
   EXPECT_EQ(embedded_data(html).at("spans").at("key").size(), t.spans.size());
 }
+// A run's scans (RunReport::config "scans") get a section of their own.
+TEST(Report, RendersEachScansStrategyCombinesAndLanes) {
+  if (!chromium_installed())
+    GTEST_SKIP() << "chromium not installed: the report's rendering is not checked (tools/install-deps.sh --report)";
+  RunTrace t = small_trace();
+  t.config["scans"] =
+      Json::array({Json{{"stage", "align"},
+                        {"operator", "test.matmul2"},
+                        {"strategy", "work-stealing"},
+                        {"elements", 64},
+                        {"combines", 131},
+                        {"depth", 23},
+                        {"steals", 9},
+                        {"ranks", 1},
+                        {"seconds", 0.5},
+                        {"lanes", Json::array({Json{{"name", "r0.t0"}, {"busy_seconds", 0.25}, {"combines", 70}},
+                                               Json{{"name", "r0.t1"}, {"busy_seconds", 0.2}, {"combines", 61}}})}}});
+  const fs::path html = scratch() / "report.html";
+  write_html_report(t, html);
+  const std::string d = rendered_dom(html);
+  ASSERT_FALSE(d.empty()) << "chromium failed to dump the DOM";
+  EXPECT_NE(d.find("data-scan-combines=\"131\""), std::string::npos);
+  EXPECT_NE(d.find("data-scan-depth=\"23\""), std::string::npos);
+  EXPECT_NE(d.find("r0.t1 200"), std::string::npos) << "lane r0.t1's busy time";
+  EXPECT_EQ(d.find("<td class=\"k\">scans</td>"), std::string::npos) << "scans belong in their own section";
+}
 
 }  // namespace
 }  // namespace flowd::trace

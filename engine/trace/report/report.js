@@ -595,12 +595,36 @@ function drawCounter(c, scale) {
   g.globalAlpha = 0.12; g.fillStyle = c.colour; g.fill(); g.globalAlpha = 1;
 }
 
+// --------------------------------------------------------------------- scans
+if (Array.isArray(cfg.scans) && cfg.scans.length) {
+  $('scans').hidden = false;
+  const body = $('scans-body');
+  const head = el('tr', {}, ...['stage', 'operator', 'strategy', 'elements', 'combines', 'depth', 'stolen', 'time',
+    'lanes: busy (combines)'].map((t, i) => el('th', { class: i < 3 || i === 8 ? 'l' : '', text: t })));
+  const table = el('table', {}, el('thead', {}, head));
+  const rows = el('tbody');
+  for (const s of cfg.scans) {
+    const lanes = (s.lanes || []).map((l) => fmtValue(l.name) + ' ' + fmtDur((l.busy_seconds || 0) * 1e9) + ' (' +
+      fmtCount(l.combines || 0) + ')').join(', ');
+    rows.append(el('tr', { 'data-scan-combines': String(s.combines), 'data-scan-depth': String(s.depth) },
+      el('td', { class: 'l', text: fmtValue(s.stage) }), el('td', { class: 'l', text: fmtValue(s.operator) }),
+      el('td', { class: 'l', text: fmtValue(s.strategy) }), el('td', { text: fmtCount(s.elements) }),
+      el('td', { text: fmtCount(s.combines) }), el('td', { text: fmtCount(s.depth) }),
+      el('td', { text: s.strategy === 'work-stealing' ? fmtCount(s.steals) : '' }),
+      el('td', { text: fmtDur((s.seconds || 0) * 1e9) }), el('td', { class: 'l', text: lanes })));
+  }
+  table.append(rows);
+  body.append(table);
+}
+
 // ------------------------------------------------------------- configuration
 {
   const table = $('config-table');
   const first = ['workflow', 'command', 'started', 'created', 'host', 'flowd_version', 'scheduler', 'locality', 'prefetch',
     'gpus', 'workers', 'simulated_gpus', 'gpu_note', 'workflow_sha256'];
-  const keys = first.filter((k) => k in cfg).concat(Object.keys(cfg).filter((k) => !first.includes(k)).sort());
+  const shown = ['scans'];  // a section of their own
+  const keys = first.filter((k) => k in cfg)
+    .concat(Object.keys(cfg).filter((k) => !first.includes(k) && !shown.includes(k)).sort());
   if (!keys.length) table.replaceWith(el('p', { class: 'muted', text: 'No configuration was recorded.' }));
   for (const k of keys) {
     const v = cfg[k];
