@@ -285,3 +285,22 @@ TEST(ClusterRun, AWorkerRankWhoseCoordinatorNeverAppearsGivesUpAfterWaitWorkers)
   ASSERT_TRUE(std::regex_search(r.err, m, std::regex("within ([0-9]+) ms"))) << r.err;
   EXPECT_LT(std::stol(m[1].str()), 60000) << r.err;
 }
+
+// A worker rank waiting for the rendezvous file stops at SIGTERM (Ctrl-C, or
+// its launcher ending the step) with exit 130, not after --wait-workers.
+TEST(ClusterRun, AWorkerRankWaitingForTheRendezvousStopsAtSigterm) {
+  const auto dir = test::scratch();
+  const auto wf = write(dir, "wf.json", pipeline(4, 1));
+  const auto rendezvous = dir / "never.json";
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto r = test::flowd_cmd(
+      dir,
+      {"run", wf.string(), "--listen", "tcp://127.0.0.1:0", "--wait-workers", "100", "--gpu", "none", "--no-progress"},
+      "FLOWD_LAUNCHER=slurm SLURM_PROCID=1 SLURM_NTASKS=3 SLURM_JOB_ID=1 FLOWD_RENDEZVOUS=" +
+          test::quote(rendezvous.string()) + " timeout --preserve-status -s TERM 1");
+  const auto waited = std::chrono::steady_clock::now() - t0;
+  EXPECT_EQ(r.code, 130) << r.err;
+  EXPECT_NE(r.err.find("interrupted while waiting"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(rendezvous.string()), std::string::npos) << r.err;
+  EXPECT_LT(waited, std::chrono::seconds(50));
+}
