@@ -3,7 +3,7 @@
 # prints nothing when everything is already installed.
 #
 #   tools/install-deps.sh           build + test dependencies
-#   tools/install-deps.sh --bench   also StarPU and valgrind, for tools/bench
+#   tools/install-deps.sh --bench   also StarPU, valgrind and OpenCV's video module, for tools/bench
 #   tools/install-deps.sh --report  also Chromium, for rendering HTML reports
 set -euo pipefail
 
@@ -19,7 +19,7 @@ packages=(
 )
 for arg in "$@"; do
   case "$arg" in
-    --bench) packages+=(libstarpu-dev valgrind) ;;
+    --bench) packages+=(libstarpu-dev valgrind libopencv-video-dev) ;;   # video: findTransformECC, the registration peer
     --report) packages+=(chromium) ;;
     *) echo "usage: $0 [--bench] [--report]" >&2; exit 1 ;;
   esac
