@@ -31,15 +31,17 @@ Step refine(const FrameLookup& frames, const Step& step, const Options& options)
 std::vector<Rigid> register_series(const FrameLookup& frames, std::int64_t count, const SeriesOptions& options) {
   std::vector<Rigid> out;
   if (count <= 0) return out;
-  out.reserve(static_cast<std::size_t>(count));
-  out.push_back(Rigid::identity());
-  Step prefix{0, 0, Rigid::identity()};
-  for (std::int64_t k = 1; k < count; ++k) {
-    const Step pair = pairwise(frames, k - 1, k, options.pairwise);
-    prefix = compose(frames, prefix, pair, options.compose);
-    if (options.refine) prefix = refine(frames, prefix, options.refinement);
-    out.push_back(prefix.phi);
-  }
+  // The map (pairwise), the scan (compose), the map (refine), each done in
+  // order here; flowd's workflow runs the same three stages in parallel.
+  std::vector<Step> pairs;
+  for (std::int64_t k = 1; k < count; ++k)
+    pairs.push_back(pairwise(frames, k - 1, k, options.pairwise));
+  std::vector<Step> prefixes{{0, 0, Rigid::identity()}};
+  for (const Step& pair : pairs)
+    prefixes.push_back(compose(frames, prefixes.back(), pair, options.compose));
+  out.reserve(prefixes.size());
+  for (const Step& prefix : prefixes)
+    out.push_back(options.refine ? refine(frames, prefix, options.refinement).phi : prefix.phi);
   return out;
 }
 
