@@ -151,6 +151,24 @@ MethodResult run_ecc_scheme(const Series& s) {
 }
 #endif
 
+// One core: the pyramid of a frame, and A from the identity on consecutive
+// pairs (what registration.pairwise does per task, besides two pyramids).
+void time_pairs(const Series& s, const reg::SeriesOptions& options) {
+  const std::size_t n = std::min<std::size_t>(s.frames.size(), 9);
+  std::vector<reg::Pyramid> pyramids;
+  const auto t0 = Clock::now();
+  for (std::size_t k = 0; k < n; ++k)
+    pyramids.emplace_back(view_of(s.frames[k]), options.pyramid);
+  const double pyramid = seconds_since(t0) / static_cast<double>(n);
+  const auto t1 = Clock::now();
+  int iterations = 0;
+  for (std::size_t k = 1; k < n; ++k)
+    iterations += reg::register_pair(pyramids[k - 1], pyramids[k], reg::Rigid::identity(), options.pairwise).iterations;
+  const double pair = seconds_since(t1) / static_cast<double>(n - 1);
+  std::printf("| %dx%d | %.4f | %.4f | %.4f | %.1f |\n", s.params.width, s.params.height, pyramid, pair,
+              pair + 2 * pyramid, iterations / static_cast<double>(n - 1));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -158,11 +176,15 @@ int main(int argc, char** argv) {
   std::vector<std::uint64_t> seeds;
   std::string methods;
   int size = 512;
-  bool per_frame = false;
+  bool per_frame = false, timing = false;
+  int width = 0, height = 0;
   reg::SeriesOptions options;
   po::options_description opts("usage: flowd-bench-registration [--frames N] [--size S] [--seeds 1 2 3]\nOptions");
   opts.add_options()("help,h", "this help")("frames", po::value(&p.frames)->default_value(64), "frames per series")(
-      "size", po::value(&size)->default_value(512), "frame side, pixels")("seeds", po::value(&seeds)->multitoken(),
+      "size", po::value(&size)->default_value(512), "frame side, pixels")(
+      "width", po::value(&width), "frame width (instead of --size)")("height", po::value(&height),
+                                                                       "frame height (instead of --size)")(
+      "time-pairs", po::bool_switch(&timing), "only time the pyramid and A on up to 8 consecutive pairs")("seeds", po::value(&seeds)->multitoken(),
                                                                           "series seeds (default 1 2 3)")(
       "methods", po::value(&methods)->default_value("flowd,phase-direct,phase-chained,ecc-chained,ecc-scheme"),
       "comma-separated")("jitter", po::value(&p.jitter)->default_value(p.jitter), "generator: scan-line jitter")(
@@ -189,8 +211,19 @@ int main(int argc, char** argv) {
   if (vm.count("translation"))
     options.pairwise.model = options.compose.model = options.refinement.model = reg::Model::translation;
   if (seeds.empty()) seeds = {1, 2, 3};
-  p.width = p.height = size;
+  p.width = width > 0 ? width : size;
+  p.height = height > 0 ? height : size;
   cv::setNumThreads(1);
+  if (timing) {
+    std::printf("| frame | pyramid s | A s per pair | operator s per pair (A + 2 pyramids) | iterations per pair |\n");
+    std::printf("|---|---|---|---|---|\n");
+    for (const std::uint64_t seed : seeds) {
+      p.seed = seed;
+      p.frames = std::min(p.frames, 9);
+      time_pairs(make_series(p), options);
+    }
+    return 0;
+  }
   const std::vector<std::pair<std::string, std::function<MethodResult(const Series&)>>> all = {
     {"flowd", [&](const Series& s) { return run_flowd(s, options); }},
     {"phase-direct", run_phase_direct},
@@ -210,8 +243,8 @@ int main(int argc, char** argv) {
       if (("," + methods + ",").find("," + name + ",") == std::string::npos) continue;
       const MethodResult r = run(s);
       const reg::SeriesError e = reg::evaluate(r.estimate, s.truth, p.width, p.height, p.period);
-      std::printf("| %s | %llu | %d | %d | %.3f | %.3f | %d | %.4f |\n", name.c_str(),
-                  static_cast<unsigned long long>(seed), p.frames, size, e.mean, e.max, e.off_by_period,
+      std::printf("| %s | %llu | %d | %dx%d | %.3f | %.3f | %d | %.4f |\n", name.c_str(),
+                  static_cast<unsigned long long>(seed), p.frames, p.width, p.height, e.mean, e.max, e.off_by_period,
                   r.seconds_per_pair);
       if (per_frame)
         for (std::size_t k = 0; k < e.per_frame.size(); ++k)

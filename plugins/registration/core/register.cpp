@@ -149,15 +149,20 @@ Result register_pair(const Pyramid& reference, const Pyramid& tmpl, const Rigid&
       ++result.iterations;
       double d[3];
       if (!solve(cur, lambda, options.model, d)) break;
+      // A step (taken or proposed) that moves no point of the level by more
+      // than the tolerance: converged. Without this test a converged level
+      // would spend some twenty rejected, ever more damped steps before the
+      // damping gives up.
+      const double moved = std::hypot(d[1], d[2]) + std::abs(d[0]) * radius;
+      if (moved < (l == finest ? options.step_tolerance : options.coarse_step_tolerance)) break;
       const LevelState next{st.angle + d[0], st.tx + d[1], st.ty + d[2]};
       const Linearised cand = linearise(ncc_sums(ref, tv, gx, gy, params_of(next, cx, cy), true), pixels, true);
       if (cand.valid && cand.ncc > cur.ncc) {
         const double energy = 1.0 - cur.ncc, decrease = cand.ncc - cur.ncc;
-        const double moved = std::hypot(d[1], d[2]) + std::abs(d[0]) * radius;
         st = next;
         cur = cand;
         lambda = std::max(lambda / 3.0, 1e-9);
-        if (decrease <= options.epsilon * energy || moved < options.step_tolerance) break;
+        if (decrease <= options.epsilon * energy) break;
       } else {
         lambda *= 4.0;
         if (lambda > 1e8) break;  // no step along the gradient helps: a (local) optimum

@@ -21,9 +21,15 @@ struct Options {
   // accepted step lowers the energy 1 - NCC by less than epsilon (relative).
   int max_iterations = 500;
   double epsilon = 1e-6;
-  // Also stop when a step moves no image corner by more than this (pixels of
-  // the level): further steps change nothing measurable.
-  double step_tolerance = 1e-4;
+  // Also stop when a step (taken or proposed) moves no point of the image by
+  // more than this, in pixels of the level: at the finest level used, 1/1000
+  // pixel is far below the noise; a coarser level only has to start the next
+  // one well, which refines it anyway. Near the optimum the NCC of the
+  // bilinear interpolant and its Gauss-Newton model (built from the
+  // smoother central-difference gradient) disagree by about that much, so
+  // without these tests a level would end in a run of rejected steps.
+  double step_tolerance = 1e-3;
+  double coarse_step_tolerance = 1e-2;
   // Levels used, 0 = finest (full resolution). coarsest < 0: the pyramid's
   // coarsest. A registration from a good guess (refinement) uses only the
   // fine levels, where the lattice is resolved.
