@@ -183,9 +183,9 @@ int main(int argc, char** argv) {
   opts.add_options()("help,h", "this help")("frames", po::value(&p.frames)->default_value(64), "frames per series")(
       "size", po::value(&size)->default_value(512), "frame side, pixels")(
       "width", po::value(&width), "frame width (instead of --size)")("height", po::value(&height),
-                                                                       "frame height (instead of --size)")(
-      "time-pairs", po::bool_switch(&timing), "only time the pyramid and A on up to 8 consecutive pairs")("seeds", po::value(&seeds)->multitoken(),
-                                                                          "series seeds (default 1 2 3)")(
+                                                                     "frame height (instead of --size)")(
+      "time-pairs", po::bool_switch(&timing), "only time the pyramid and A on up to 8 consecutive pairs")(
+      "seeds", po::value(&seeds)->multitoken(), "series seeds (default 1 2 3)")(
       "methods", po::value(&methods)->default_value("flowd,phase-direct,phase-chained,ecc-chained,ecc-scheme"),
       "comma-separated")("jitter", po::value(&p.jitter)->default_value(p.jitter), "generator: scan-line jitter")(
       "dose", po::value(&p.dose)->default_value(p.dose), "generator: counts per pixel")(

@@ -60,13 +60,7 @@ NccSums& NccSums::operator+=(const NccSums& o) noexcept {
   return *this;
 }
 
-Image gaussian_blur(const ImageView& in, double sigma) {
-  if (sigma <= 0.0) {
-    Image out(in.width, in.height);
-    for (int y = 0; y < in.height; ++y)
-      std::copy(in.row(y), in.row(y) + in.width, out.row(y));
-    return out;
-  }
+std::vector<float> gaussian_taps(double sigma) {
   const int radius = std::max(1, static_cast<int>(std::ceil(3.0 * sigma)));
   std::vector<float> taps(static_cast<std::size_t>(2 * radius + 1));
   double total = 0.0;
@@ -74,6 +68,18 @@ Image gaussian_blur(const ImageView& in, double sigma) {
     total += std::exp(-0.5 * i * i / (sigma * sigma));
   for (int i = -radius; i <= radius; ++i)
     taps[static_cast<std::size_t>(i + radius)] = static_cast<float>(std::exp(-0.5 * i * i / (sigma * sigma)) / total);
+  return taps;
+}
+
+Image gaussian_blur(const ImageView& in, double sigma) {
+  if (sigma <= 0.0) {
+    Image out(in.width, in.height);
+    for (int y = 0; y < in.height; ++y)
+      std::copy(in.row(y), in.row(y) + in.width, out.row(y));
+    return out;
+  }
+  const std::vector<float> taps = gaussian_taps(sigma);
+  const int radius = static_cast<int>(taps.size() / 2);
   const Image h = convolve_rows(in, taps, radius);
   return convolve_columns(h.view(), taps, radius);
 }

@@ -3,9 +3,15 @@
 // and a few scalars: the pre-smoothing, one pyramid step, the image gradient,
 // the NCC value-and-gradient reduction over a warped template, and the warp
 // itself. The CUDA variant mirrors exactly these.
+#include <vector>
+
 #include "image.hpp"
 
 namespace flowd::registration {
+
+// The normalised taps of a Gaussian with standard deviation sigma > 0,
+// radius max(1, ceil(3 sigma)).
+std::vector<float> gaussian_taps(double sigma);
 
 // Separable Gaussian with standard deviation sigma (pixels), borders
 // replicated. sigma <= 0 copies.

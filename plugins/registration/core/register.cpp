@@ -122,27 +122,50 @@ WarpParams level_params(const Rigid& phi, int width, int height, int level) noex
           (c0.y + 0.5) / scale - 0.5, phi.tx / scale,      phi.ty / scale};
 }
 
+namespace {
+
+class CpuPair final : public LevelSums {
+public:
+  CpuPair(const Pyramid& reference, const Pyramid& tmpl) : ref_(reference), tmpl_(tmpl) {}
+  int levels() const override { return std::min(ref_.levels(), tmpl_.levels()); }
+  int frame_width() const override { return ref_.width(); }
+  int frame_height() const override { return ref_.height(); }
+  int level_pixels(int level) const override { return ref_.level(level).width() * ref_.level(level).height(); }
+  NccSums sums(int level, const WarpParams& p, bool with_jacobian) const override {
+    return ncc_sums(ref_.level(level).view(), tmpl_.level(level).view(), tmpl_.gx(level).view(), tmpl_.gy(level).view(),
+                    p, with_jacobian);
+  }
+
+private:
+  const Pyramid& ref_;
+  const Pyramid& tmpl_;
+};
+
+}  // namespace
+
 Result register_pair(const Pyramid& reference, const Pyramid& tmpl, const Rigid& initial, const Options& options) {
   if (reference.width() != tmpl.width() || reference.height() != tmpl.height())
     throw std::invalid_argument("frames of different sizes: " + std::to_string(reference.width()) + "x" +
                                 std::to_string(reference.height()) + " and " + std::to_string(tmpl.width()) + "x" +
                                 std::to_string(tmpl.height()));
-  const int levels = std::min(reference.levels(), tmpl.levels());
+  return optimise(CpuPair(reference, tmpl), initial, options);
+}
+
+Result optimise(const LevelSums& pair, const Rigid& initial, const Options& options) {
+  const int levels = pair.levels();
   const int coarsest = options.coarsest < 0 ? levels - 1 : std::min(options.coarsest, levels - 1);
   const int finest = std::clamp(options.finest, 0, coarsest);
   Result result;
   result.phi = initial;
-  if (options.model == Model::translation) result.phi.angle = initial.angle;
   for (int l = coarsest; l >= finest; --l) {
     const double scale = std::ldexp(1.0, l);
-    const WarpParams base = level_params(result.phi, reference.width(), reference.height(), l);
+    const WarpParams base = level_params(result.phi, pair.frame_width(), pair.frame_height(), l);
     const double cx = base.cx, cy = base.cy;
     LevelState st{result.phi.angle, base.tx, base.ty};
-    const ImageView ref = reference.level(l).view(), tv = tmpl.level(l).view();
-    const ImageView gx = tmpl.gx(l).view(), gy = tmpl.gy(l).view();
-    const double pixels = static_cast<double>(ref.width) * ref.height;
-    const double radius = 0.5 * std::hypot(ref.width, ref.height);
-    Linearised cur = linearise(ncc_sums(ref, tv, gx, gy, params_of(st, cx, cy), true), pixels, true);
+    const double pixels = pair.level_pixels(l);
+    const double radius = 0.5 * std::hypot(pair.frame_width() / scale, pair.frame_height() / scale);
+    auto sums = [&](const LevelState& at, bool jacobian) { return pair.sums(l, params_of(at, cx, cy), jacobian); };
+    Linearised cur = linearise(sums(st, true), pixels, true);
     if (!cur.valid) break;  // no overlap at this level: keep the estimate so far
     double lambda = 1e-3;
     for (int it = 0; it < options.max_iterations; ++it) {
@@ -156,7 +179,7 @@ Result register_pair(const Pyramid& reference, const Pyramid& tmpl, const Rigid&
       const double moved = std::hypot(d[1], d[2]) + std::abs(d[0]) * radius;
       if (moved < (l == finest ? options.step_tolerance : options.coarse_step_tolerance)) break;
       const LevelState next{st.angle + d[0], st.tx + d[1], st.ty + d[2]};
-      const Linearised cand = linearise(ncc_sums(ref, tv, gx, gy, params_of(next, cx, cy), true), pixels, true);
+      const Linearised cand = linearise(sums(next, true), pixels, true);
       if (cand.valid && cand.ncc > cur.ncc) {
         const double energy = 1.0 - cur.ncc, decrease = cand.ncc - cur.ncc;
         st = next;
@@ -170,9 +193,7 @@ Result register_pair(const Pyramid& reference, const Pyramid& tmpl, const Rigid&
     }
     result.phi = {st.angle, st.tx * scale, st.ty * scale};
     result.ncc = cur.ncc;
-    result.overlap = 0.0;
-    const NccSums last = ncc_sums(ref, tv, gx, gy, params_of(st, cx, cy), false);
-    result.overlap = last.n / pixels;
+    result.overlap = sums(st, false).n / pixels;
   }
   return result;
 }

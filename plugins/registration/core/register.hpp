@@ -77,6 +77,22 @@ struct Result {
 // std::invalid_argument otherwise).
 Result register_pair(const Pyramid& reference, const Pyramid& tmpl, const Rigid& initial, const Options& options);
 
+// What the optimiser needs of a pair of pyramids: the NCC sums at a level
+// for a motion. The CPU pair is two Pyramids; the GPU twin keeps its
+// pyramids on the device and reduces there, and both share optimise().
+class LevelSums {
+public:
+  virtual ~LevelSums() = default;
+  virtual int levels() const = 0;
+  virtual int frame_width() const = 0;  // level 0
+  virtual int frame_height() const = 0;
+  virtual int level_pixels(int level) const = 0;  // of the reference
+  virtual NccSums sums(int level, const WarpParams& p, bool with_jacobian) const = 0;
+};
+
+// A on any pair: coarse to fine over the levels options select.
+Result optimise(const LevelSums& pair, const Rigid& initial, const Options& options);
+
 // The warp at level `level` of a w x h frame's pyramid for a full-resolution
 // motion phi: the centre and translation scaled by the level.
 WarpParams level_params(const Rigid& phi, int width, int height, int level) noexcept;
