@@ -192,17 +192,7 @@ struct DevicePyramid::Impl {
   std::vector<DevPlane> image, gx, gy;
 };
 
-int device_count(std::string* why) {
-  int n = 0;
-  const cudaError_t e = cudaGetDeviceCount(&n);
-  if (e != cudaSuccess) {
-    if (why) *why = cudaGetErrorString(e);
-    static_cast<void>(cudaGetLastError());
-    return 0;
-  }
-  if (n == 0 && why) *why = "no CUDA device";
-  return n;
-}
+int device_count(std::string* why) { return flowd::cuda::device_count(why); }
 
 DevicePyramid::DevicePyramid(const ImageView& frame, const PyramidOptions& options) : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
