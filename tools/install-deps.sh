@@ -3,7 +3,7 @@
 # prints nothing when everything is already installed.
 #
 #   tools/install-deps.sh           build + test dependencies
-#   tools/install-deps.sh --bench   also StarPU and valgrind, for tools/bench
+#   tools/install-deps.sh --bench   also StarPU, valgrind and OpenCV's video module, for tools/bench
 #   tools/install-deps.sh --report  also Chromium, for rendering HTML reports
 #   tools/install-deps.sh --launchers  also Open MPI, Slurm and munge, for the
 #                                      launcher tests (tests/launchers)
@@ -21,7 +21,7 @@ packages=(
 )
 for arg in "$@"; do
   case "$arg" in
-    --bench) packages+=(libstarpu-dev valgrind) ;;
+    --bench) packages+=(libstarpu-dev valgrind libopencv-video-dev) ;;   # video: findTransformECC, the registration peer
     --report) packages+=(chromium) ;;
     --launchers) packages+=(openmpi-bin slurm-wlm munge iproute2 util-linux) ;;
     *) echo "usage: $0 [--bench] [--report] [--launchers]" >&2; exit 1 ;;
