@@ -304,3 +304,38 @@ TEST(ClusterRun, AWorkerRankWaitingForTheRendezvousStopsAtSigterm) {
   EXPECT_NE(r.err.find(rendezvous.string()), std::string::npos) << r.err;
   EXPECT_LT(waited, std::chrono::seconds(50));
 }
+
+// Without keys everything stays on loopback: the launched worker ranks'
+// item servers too (they bound every interface, which the endpoint policy
+// refuses without CURVE, and the ranks could never join).
+TEST(ClusterRun, LauncherRanksWithoutKeysRunOnLoopback) {
+  const auto dir = test::scratch();
+  const auto wf = write(dir, "wf.json", pipeline(12, 5));
+  const std::string want = expected_output(dir, wf);
+  const std::vector<std::string> args{"run",
+                                      wf.string(),
+                                      "--set",
+                                      "output=" + (dir / "mpirun.txt").string(),
+                                      "--gpu",
+                                      "none",
+                                      "--no-progress",
+                                      "--no-perf-model",
+                                      "--cpu",
+                                      "1",
+                                      "--listen",
+                                      "tcp://127.0.0.1:0",
+                                      "--wait-workers",
+                                      "60"};
+  auto env = [&](int rank) {
+    return std::vector<std::string>{"FLOWD_LAUNCHER=openmpi", "OMPI_COMM_WORLD_RANK=" + std::to_string(rank),
+                                    "OMPI_COMM_WORLD_SIZE=3", "FLOWD_RENDEZVOUS=" + (dir / "rendezvous.json").string()};
+  };
+  Process rank0(dir, args, env(0));
+  Process rank1(dir, args, env(1));
+  Process rank2(dir, args, env(2));
+  ASSERT_EQ(rank0.wait(), 0) << rank0.err();
+  EXPECT_EQ(rank1.wait(), 0) << rank1.err();
+  EXPECT_EQ(rank2.wait(), 0) << rank2.err();
+  EXPECT_EQ(test::slurp(dir / "mpirun.txt"), want);
+  EXPECT_NE(rank1.err().find("items served at tcp://127.0.0.1:"), std::string::npos) << rank1.err();
+}
