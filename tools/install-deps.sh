@@ -3,8 +3,10 @@
 # prints nothing when everything is already installed.
 #
 #   tools/install-deps.sh           build + test dependencies
-#   tools/install-deps.sh --bench   also StarPU and valgrind, for tools/bench
+#   tools/install-deps.sh --bench   also StarPU, valgrind and OpenCV's video module, for tools/bench
 #   tools/install-deps.sh --report  also Chromium, for rendering HTML reports
+#   tools/install-deps.sh --launchers  also Open MPI, Slurm and munge, for the
+#                                      launcher tests (tests/launchers)
 set -euo pipefail
 
 packages=(
@@ -19,9 +21,10 @@ packages=(
 )
 for arg in "$@"; do
   case "$arg" in
-    --bench) packages+=(libstarpu-dev valgrind) ;;
+    --bench) packages+=(libstarpu-dev valgrind libopencv-video-dev) ;;   # video: findTransformECC, the registration peer
     --report) packages+=(chromium) ;;
-    *) echo "usage: $0 [--bench] [--report]" >&2; exit 1 ;;
+    --launchers) packages+=(openmpi-bin slurm-wlm munge iproute2 util-linux) ;;
+    *) echo "usage: $0 [--bench] [--report] [--launchers]" >&2; exit 1 ;;
   esac
 done
 

@@ -131,7 +131,9 @@ std::unique_ptr<ClusterSession> ClusterSession::start_checked(const ClusterOptio
                                                std::chrono::seconds(o.wait_seconds));
   }
   try {
-    s->coordinator_->wait_for_workers(expect, std::chrono::seconds(o.wait_seconds));
+    s->coordinator_->wait_for_workers(expect, std::chrono::seconds(o.wait_seconds), ro.interrupt);
+  } catch (const net::node::WaitInterrupted& e) {
+    throw SessionError(exit_interrupted, std::string(e.what()) + "; nothing was run");
   } catch (const std::exception& e) {
     throw SessionError(exit_run_failed, "gave up waiting for workers after " + std::to_string(o.wait_seconds) +
                                             " s (--wait-workers): " + e.what());

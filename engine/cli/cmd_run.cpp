@@ -210,11 +210,15 @@ int run_as_launched_worker(const net::cluster::LaunchInfo& launch, const CommonO
     if (cluster.wait_seconds < 1) throw std::invalid_argument("--wait-workers must be at least 1 second");
     net::cluster::WaitOptions wait;
     wait.timeout = std::chrono::seconds(cluster.wait_seconds);
+    wait.interrupt = &signals.interrupted();
     const auto where = net::cluster::resolve_coordinator(net::cluster::process_env(), launch, wait);
     w.coordinator = where.endpoint;
     w.curve = worker_credentials(cluster, where.server_public_key);
     w.name = launch.node + ":rank" + std::to_string(launch.rank);
-    w.data_bind = "tcp://0.0.0.0:*";
+    // Other nodes pull items from every interface only when CURVE protects
+    // them; without keys the item server stays on loopback, as the
+    // coordinator's default --listen does (the endpoint policy refuses more).
+    w.data_bind = w.curve ? "tcp://0.0.0.0:*" : "tcp://127.0.0.1:*";
     w.cpus = e.cpu > 0 ? e.cpu : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
     w.gpus = runtime::GpuSpec::parse(e.gpu.empty() ? "all" : e.gpu);
     w.labels = node_labels(labels, rank);
@@ -222,6 +226,9 @@ int run_as_launched_worker(const net::cluster::LaunchInfo& launch, const CommonO
   } catch (const net::cluster::RendezvousTimeout& ex) {
     log.error(ex.what());
     return exit_run_failed;
+  } catch (const net::cluster::RendezvousInterrupted& ex) {
+    log.warn(std::string(ex.what()) + "; nothing was run");
+    return exit_interrupted;
   } catch (const std::exception& ex) {
     log.error(ex.what());
     return exit_usage;

@@ -52,7 +52,7 @@ void WorkerPool::wait_idle() {
 
 bool WorkerPool::run_one(const sched::WorkerInfo& worker) {
   std::unique_lock lk(m_);
-  sched::TaskPtr task = stop_.load() ? nullptr : queue_->pop(worker);
+  sched::TaskPtr task = queue_->pop(worker);
   if (!task) return false;
   ++running_;
   const sched::Estimate est = task->est;

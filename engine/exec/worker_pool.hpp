@@ -74,12 +74,15 @@ public:
 
   // Runs one ready task `worker` could run, on the calling thread: a worker
   // waiting for the sub-tasks of its task helps instead of blocking. False
-  // when there is none.
+  // when there is none. It still runs tasks once stop() has begun: a task
+  // waiting for its sub-tasks can only finish if they run (the engine's tasks
+  // end at once when their run is stopping), and stop() waits for that task.
   bool run_one(const sched::WorkerInfo& worker);
 
   // Stops the workers after their current tasks; queued tasks are destroyed
   // unrun. Called by the destructor.
   void stop();
+  bool stopping() const noexcept { return stop_.load(); }
 
   const std::vector<sched::WorkerInfo>& workers() const noexcept { return infos_; }
   std::string_view policy() const noexcept { return queue_->name(); }

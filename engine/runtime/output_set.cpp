@@ -382,14 +382,23 @@ void OutputSet::commit() {
   staged_.clear();
 }
 
-void OutputSet::remove_temps() noexcept {
+void OutputSet::unlink_temps() noexcept {
   std::error_code ec;
   for (const auto& s : staged_)
     fs::remove(s.temp, ec);
-  staged_.clear();
   for (const auto& t : scratch_)
     fs::remove(t, ec);
+}
+
+void OutputSet::remove_temps() noexcept {
+  unlink_temps();
+  staged_.clear();
   scratch_.clear();
+}
+
+void OutputSet::withdraw() noexcept {
+  std::lock_guard lk(m_);
+  if (!committed_) unlink_temps();
 }
 
 void OutputSet::abort() noexcept {

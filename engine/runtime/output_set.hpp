@@ -82,6 +82,11 @@ public:
   void commit();
   // Removes every temporary and the folders created that are still empty.
   void abort() noexcept;
+  // At an interrupt, before the running tasks end: removes every temporary
+  // now, because a launcher may follow its SIGTERM with SIGKILL soon (Open
+  // MPI after 1 s). The records stay, so abort() also removes what a sink
+  // still running writes again.
+  void withdraw() noexcept;
 
 private:
   struct Place {
@@ -100,6 +105,7 @@ private:
   std::filesystem::path new_temp(const std::filesystem::path& target);
   // `shown`: `dir` as the sink named it, for the log.
   void remove_stale(const std::filesystem::path& dir, const std::filesystem::path& shown, bool recursive);
+  void unlink_temps() noexcept;  // the files only; the records stay
   void remove_temps() noexcept;
 
   Options options_;

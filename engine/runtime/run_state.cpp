@@ -133,26 +133,33 @@ void RunState::replay_sink_inputs() {
 }
 
 void RunState::wait(RunReport& report, const Tick& tick, std::chrono::milliseconds interval) {
-  // With a trace, the queue is sampled often enough to draw.
-  const auto poll = runner_.trace().enabled() ? std::min(interval, std::chrono::milliseconds(20)) : interval;
+  // With a trace, the queue is sampled often enough to draw; an interrupt is
+  // seen within 100 ms (a launcher's SIGKILL may follow its SIGTERM soon).
+  auto poll = runner_.trace().enabled() ? std::min(interval, std::chrono::milliseconds(20)) : interval;
+  if (opts().interrupt) poll = std::min(poll, std::chrono::milliseconds(100));
   auto next_tick = Clock::now();
   std::unique_lock lk(m_);
-  int stuck_ticks = 0;
+  // Stuck for two progress intervals in a row, however often it polls.
+  std::optional<Clock::time_point> stuck_since;
   while (closed_count_ < stages_.size() && !runner_.stopping()) {
     cv_.wait_for(lk, poll);
     if (opts().interrupt && opts().interrupt->load()) {
       interrupted_ = true;
       runner_.set_stopping();
+      if (opts().commit) outputs_.withdraw();
       log().warn("interrupted: stopping after the running tasks; no output will be written");
       break;
     }
-    if (stuck_locked() && ++stuck_ticks >= 2) {
+    if (!stuck_locked()) {
+      stuck_since.reset();
+    } else if (!stuck_since) {
+      stuck_since = Clock::now();
+    } else if (Clock::now() - *stuck_since >= 2 * interval) {
       report.error = stuck_message_locked();
       log().error(report.error);
       runner_.set_stopping();
       break;
     }
-    if (!stuck_locked()) stuck_ticks = 0;
     if (runner_.trace().enabled()) sample_trace(lk);
     if (tick && Clock::now() >= next_tick) {
       next_tick = Clock::now() + interval;

@@ -14,6 +14,20 @@ inline void check(cudaError_t e, const char* who, const char* what) {
     throw std::runtime_error(std::string(who) + " on the GPU: " + what + " failed: " + cudaGetErrorString(e));
 }
 
+// How many CUDA devices can be used; 0 with the reason in *why (a machine
+// without a GPU or driver is not an error: the CPU variants run).
+inline int device_count(std::string* why) {
+  int n = 0;
+  const cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess) {
+    if (why) *why = cudaGetErrorString(e);
+    static_cast<void>(cudaGetLastError());
+    return 0;
+  }
+  if (n == 0 && why) *why = "cudaGetDeviceCount reports 0 devices";
+  return n;
+}
+
 // Makes `device` current for one call and restores the caller's device:
 // kernels launch on the current device, and the stream belongs to `device`.
 class DeviceScope {

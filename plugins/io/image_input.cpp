@@ -94,7 +94,8 @@ void check_decodable_size(const fs::path& file) {
 std::vector<ParamSpec> InputOptions::specs() {
   std::vector<ParamSpec> p;
   p.push_back(ParamSpec::string("path").doc(
-      "an image file, a folder of images, or synthetic:blobs?width=W&height=H&count=N&seed=S"));
+      "an image file, a folder of images, or a synthetic data set: synthetic:blobs?width=W&height=H&count=N&seed=S, "
+      "synthetic:hne?... or synthetic:tem?frames=N&size=S&seed=S (docs/plugins/io.md)"));
   p.push_back(ParamSpec::string("pattern", "*")
                   .doc("for a folder: shell glob on file names (* ? [...]); only png/tif/tiff/jpg/jpeg/bmp files, "
                        "never hidden ones"));
@@ -189,15 +190,22 @@ std::optional<cv::Size> ImageSet::peek_size(std::size_t i) const {
 
 cv::Mat ImageSet::load(std::size_t i, ColorMode mode) const {
   if (!synthetic_) return decode_image_file(files_.at(i).path, mode);
-  cv::Mat rgb = synthetic_image(*synthetic_, static_cast<std::int64_t>(i));
-  if (mode != ColorMode::grey) return rgb;
-  cv::Mat grey;
-  cv::cvtColor(rgb, grey, cv::COLOR_RGB2GRAY);
-  return grey;
+  cv::Mat img = synthetic_image(*synthetic_, static_cast<std::int64_t>(i));
+  cv::Mat out;
+  if (img.channels() == 1) {  // tem: grey counts
+    if (mode != ColorMode::color) return img;
+    cv::cvtColor(img, out, cv::COLOR_GRAY2RGB);
+    return out;
+  }
+  if (mode != ColorMode::grey) return img;
+  cv::cvtColor(img, out, cv::COLOR_RGB2GRAY);
+  return out;
 }
 
 Json ImageSet::attrs(std::size_t i, cv::Size size) const {
-  return {{"image", key(i)}, {"file", file(i)}, {"image_shape", {size.height, size.width}}};
+  Json a = {{"image", key(i)}, {"file", file(i)}, {"image_shape", {size.height, size.width}}};
+  if (synthetic_) a.update(synthetic_->truth_attrs(static_cast<std::int64_t>(i)));
+  return a;
 }
 
 cv::Mat decode_image_file(const fs::path& file, ColorMode mode) {
@@ -220,9 +228,10 @@ cv::Mat decode_image_file(const fs::path& file, ColorMode mode) {
     cannot_read(file, e.err);
   }
   if (m.empty()) cannot_read(file, "not a supported image or corrupt");
-  if (m.depth() != CV_8U && m.depth() != CV_16U)
+  if (m.depth() != CV_8U && m.depth() != CV_16U && m.depth() != CV_32F)
     cannot_read(file, "pixels are of OpenCV depth " + std::to_string(m.depth()) +
-                          " (not 8- or 16-bit unsigned); flowd reads 8- and 16-bit images");
+                          " (not 8- or 16-bit unsigned or 32-bit float); flowd reads 8- and 16-bit images and "
+                          "32-bit float TIFFs");
   switch (m.channels()) {
     case 1: return m;
     case 3: cv::cvtColor(m, m, cv::COLOR_BGR2RGB); return m;

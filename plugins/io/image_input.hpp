@@ -41,8 +41,8 @@ public:
   std::string file(std::size_t i) const;
   // The size without decoding, when the header tells it.
   std::optional<cv::Size> peek_size(std::size_t i) const;
-  // Decoded: RGB or RGBA (not BGR) or grey, 8- or 16-bit. Throws flowd::Error
-  // naming the file.
+  // Decoded: RGB or RGBA (not BGR) or grey, 8- or 16-bit, or 32-bit float
+  // (float TIFFs). Throws flowd::Error naming the file.
   cv::Mat load(std::size_t i, ColorMode mode) const;
   // {"image": key, "file": file, "image_shape": [h, w]}
   Json attrs(std::size_t i, cv::Size size) const;

@@ -15,6 +15,19 @@ namespace {
 // Tables are scanned for item keys in blocks of this many rows.
 constexpr hsize_t key_block_rows = 65536;
 
+// What kind_ says for a plain 3-D dataset (not one of io.write_hdf5's groups).
+constexpr std::string_view kind_series = "series";
+
+// "frames_007": the dataset's last name part and the frame index, padded to
+// the digits of the last index (at least 3) so the keys sort in frame order
+// in any tool.
+std::string frame_key(const std::string& dataset, std::size_t index, std::size_t count) {
+  const std::string leaf = dataset.substr(dataset.rfind('/') + 1);
+  const std::string n = std::to_string(index);
+  const std::size_t digits = std::max<std::size_t>(3, std::to_string(count > 0 ? count - 1 : 0).size());
+  return leaf + "_" + std::string(digits > n.size() ? digits - n.size() : 0, '0') + n;
+}
+
 std::optional<Box> box_from(const std::optional<std::vector<std::int64_t>>& v, const std::string& what) {
   if (!v) return std::nullopt;
   const std::size_t n = v->size() / 2;
@@ -46,10 +59,13 @@ OperatorSpec ReadHdf5::spec() {
   s.outputs = {{"data", "any", "arrays with their stored key, version, timestamp, bbox, core and attrs; or tables"}};
   s.params = {
       ParamSpec::string("path").doc("the .h5 file written by io.write_hdf5"),
-      ParamSpec::string("dataset", "data").doc("the group to read (io.write_hdf5's `dataset`)"),
-      ParamSpec::string("split", "key").choices({"key", "none"}).doc(
-          "tables only: key = one item per item key (without the item_key column); none = one item with the whole "
-          "table, item_key included, keyed by the dataset name"),
+      ParamSpec::string("dataset", "data")
+          .doc("the group to read (io.write_hdf5's `dataset`), or a 3-D dataset (frames, rows, columns) read as a "
+               "series of 2-D frames keyed <name>_000, <name>_001, ..."),
+      ParamSpec::string("split", "key")
+          .choices({"key", "none"})
+          .doc("tables only: key = one item per item key (without the item_key column); none = one item with the whole "
+               "table, item_key included, keyed by the dataset name"),
   };
   return s;
 }
@@ -62,7 +78,9 @@ ReadHdf5::ReadHdf5(const Params& params)
   layout::check_dataset_param(dataset_);
 }
 
-std::string ReadHdf5::where() const { return "HDF5 file '" + path_.string() + "', group '/" + dataset_ + "'"; }
+std::string ReadHdf5::where() const {
+  return "HDF5 file '" + path_.string() + (kind_ == kind_series ? "', dataset '/" : "', group '/") + dataset_ + "'";
+}
 
 void ReadHdf5::open(SourceContext& ctx) {
   h5::Quiet quiet;
@@ -78,7 +96,12 @@ void ReadHdf5::open(SourceContext& ctx) {
       for (const auto& n : h5::link_names(root)) have += (have.empty() ? "" : ", ") + n;
       throw Error("no such group (the file's root holds: " + (have.empty() ? "nothing" : have) + ")");
     }
-    if (type != h5::ObjectType::group) throw Error("not a group");
+    if (type == h5::ObjectType::dataset) {
+      open_series();
+      ctx.expect(total_);
+      return;
+    }
+    if (type != h5::ObjectType::group) throw Error("neither a group nor a dataset");
     group_ = h5::check(H5Gopen2(file_, group.c_str(), H5P_DEFAULT), H5Gclose, "cannot open the group");
     const auto kind = h5::string_attr(group_, layout::kind_attr);
     if (!kind) throw Error(std::string("no '") + layout::kind_attr + "' attribute: not written by io.write_hdf5");
@@ -102,6 +125,50 @@ void ReadHdf5::open(SourceContext& ctx) {
     throw Error(where() + ": " + e.what());
   }
   ctx.expect(total_);
+}
+
+void ReadHdf5::open_series() {
+  kind_ = kind_series;
+  series_ = h5::check(H5Dopen2(file_, ("/" + dataset_).c_str(), H5P_DEFAULT), H5Dclose, "cannot open the dataset");
+  h5::Id type = h5::check(H5Dget_type(series_), H5Tclose, "cannot read the dataset's type");
+  const auto dtype = h5::dtype_of(type);
+  if (!dtype) throw Error("the dataset does not hold integers or floats");
+  series_dtype_ = *dtype;
+  h5::Id space = h5::check(H5Dget_space(series_), H5Sclose, "cannot read the dataset's shape");
+  const int ndim = H5Sget_simple_extent_ndims(space);
+  if (ndim != 3)
+    throw Error("a dataset of " + std::to_string(ndim) +
+                " dimensions; io.read_hdf5 reads a 3-D dataset (frames, rows, columns) as a series of frames, or a "
+                "group written by io.write_hdf5");
+  h5::check(H5Sget_simple_extent_dims(space, series_dims_, nullptr), "cannot read the dataset's shape");
+  total_ = static_cast<std::size_t>(series_dims_[0]);
+}
+
+Item ReadHdf5::read_frame(std::size_t index) const {
+  const hsize_t rows = series_dims_[1], cols = series_dims_[2];
+  Array a = Array::uninitialized(
+      series_dtype_, std::vector<std::int64_t>{static_cast<std::int64_t>(rows), static_cast<std::int64_t>(cols)});
+  if (a.numel() > 0) {
+    h5::Id file_space = h5::check(H5Dget_space(series_), H5Sclose, "cannot read the dataset's shape");
+    const hsize_t start[3] = {index, 0, 0}, count[3] = {1, rows, cols};
+    h5::check(H5Sselect_hyperslab(file_space, H5S_SELECT_SET, start, nullptr, count, nullptr),
+              "cannot select frame " + std::to_string(index));
+    const hsize_t mem_dims[2] = {rows, cols};
+    h5::Id mem_space = h5::check(H5Screate_simple(2, mem_dims, nullptr), H5Sclose, "cannot describe a frame");
+    h5::check(H5Dread(series_, h5::native_type(series_dtype_), mem_space, file_space, H5P_DEFAULT, a.raw()),
+              "cannot read frame " + std::to_string(index));
+  }
+  Item item;
+  item.meta.key = frame_key(dataset_, index, total_);
+  item.meta.timestamp = static_cast<std::int64_t>(index);
+  item.meta.bbox = Box::make2d(0, 0, static_cast<std::int64_t>(rows), static_cast<std::int64_t>(cols));
+  item.meta.attrs = {{"image", item.meta.key},
+                     {"file", path_.string()},
+                     {"dataset", "/" + dataset_},
+                     {"frame", index},
+                     {"image_shape", {rows, cols}}};
+  item.value = std::move(a);
+  return item;
 }
 
 void ReadHdf5::list_arrays(hid_t group, const std::string& prefix) {
@@ -170,7 +237,9 @@ bool ReadHdf5::next(SourceContext& ctx) {
   h5::Quiet quiet;
   Item item;
   try {
-    if (kind_ == layout::kind_arrays) {
+    if (kind_ == kind_series) {
+      item = read_frame(i);
+    } else if (kind_ == layout::kind_arrays) {
       item = read_array(arrays_[i]);
     } else if (split_by_key_) {
       item.meta.key = runs_[i].key;

@@ -1,7 +1,8 @@
 #pragma once
 // io.read_hdf5: the items io.write_hdf5 stored, so one workflow can feed
 // another. Arrays come back one per dataset with their metadata; tables one
-// per item key, or whole.
+// per item key, or whole. Also a plain 3-D dataset (frames, rows, columns),
+// as microscopes and other tools write image series: one 2-D item per frame.
 #include <hdf5.h>
 
 #include <cstddef>
@@ -36,6 +37,8 @@ private:
   };
 
   void list_arrays(hid_t group, const std::string& prefix);
+  void open_series();
+  Item read_frame(std::size_t index) const;
   void open_table();
   void find_runs();
   Item read_array(const std::string& path) const;
@@ -50,6 +53,9 @@ private:
   h5::Id file_, group_;
   std::string kind_;
   std::vector<std::string> arrays_;  // dataset paths below the group, in key order
+  h5::Id series_;                    // a 3-D dataset read frame by frame
+  hsize_t series_dims_[3] = {0, 0, 0};
+  DType series_dtype_ = DType::u8;
   std::vector<TableColumn> columns_;  // item_key first
   std::vector<Run> runs_;
   hsize_t table_rows_ = 0;

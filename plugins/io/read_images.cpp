@@ -8,7 +8,8 @@ OperatorSpec ReadImages::spec() {
   OperatorSpec s;
   s.name = "io.read_images";
   s.doc = "Reads whole images (a file, a folder of files, or a synthetic data set), one item each, RGB or grey";
-  s.outputs = {{"image", "array<u8|u16,2|3>", "HxW (grey) or HxWxC (RGB, RGBA) pixels; bbox is the whole image"}};
+  s.outputs = {{"image", "array<u8|u16|f32,2|3>",
+                "HxW (grey) or HxWxC (RGB, RGBA) pixels (f32 from float TIFFs); bbox is the whole image"}};
   s.params = InputOptions::specs();
   return s;
 }

@@ -9,7 +9,7 @@ OperatorSpec ReadTiles::spec() {
   s.name = "io.read_tiles";
   s.doc = "Cuts each image (file, folder or synthetic data set) into tile x tile pieces with a halo, row-major; "
           "tiles share the decoded image's memory";
-  s.outputs = {{"tile", "array<u8|u16,2|3>",
+  s.outputs = {{"tile", "array<u8|u16|f32,2|3>",
                 "pixels of the tile's bbox (core plus halo, clipped to the image); key <image>/tile/<row>/<col>"}};
   s.params = InputOptions::specs();
   s.params.push_back(ParamSpec::integer("tile", 1024).range(16, 65536).doc(

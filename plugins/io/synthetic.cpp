@@ -18,11 +18,14 @@ namespace flowd::io {
 
 namespace {
 
-constexpr std::string_view valid_generators = "blobs, hne";
+constexpr std::string_view valid_generators = "blobs, hne, tem";
 constexpr std::string_view blobs_keys = "width, height, count, seed";
 constexpr std::string_view hne_keys =
     "width, height, count, seed, condition, mpp, density, stain, blur, noise, rbc, cluster, background, tissue, "
     "neuropil_share, pale, overlap, stain_jitter, scanner, jpeg";
+constexpr std::string_view tem_keys =
+    "frames, size, width, height, seed, period, column_sigma, species_ratio, vacancies, distortion, drift, rotation, "
+    "dose, background, fixed_background, jitter";
 constexpr int max_side = 65536;
 constexpr std::int64_t max_count = 1'000'000;
 
@@ -330,6 +333,31 @@ const RealKey* find_real_key(std::string_view key) {
   return nullptr;
 }
 
+// The real-valued tem keys: fields of flowd::tem::Params under the same name.
+struct TemKey {
+  std::string_view key;
+  double tem::Params::*field;
+};
+constexpr TemKey tem_real_keys[] = {
+    {"period", &tem::Params::period},
+    {"column_sigma", &tem::Params::column_sigma},
+    {"species_ratio", &tem::Params::species_ratio},
+    {"vacancies", &tem::Params::vacancies},
+    {"distortion", &tem::Params::distortion},
+    {"drift", &tem::Params::drift},
+    {"rotation", &tem::Params::rotation},
+    {"dose", &tem::Params::dose},
+    {"background", &tem::Params::background},
+    {"fixed_background", &tem::Params::fixed_background},
+    {"jitter", &tem::Params::jitter},
+};
+
+const TemKey* find_tem_key(std::string_view key) {
+  for (const TemKey& k : tem_real_keys)
+    if (k.key == key) return &k;
+  return nullptr;
+}
+
 // Throws std::invalid_argument for an unknown tissue name.
 hne::Params hne_params(const SyntheticSpec& spec) {
   hne::Params p;
@@ -373,6 +401,15 @@ std::optional<std::string_view> query_value(std::string_view query, std::string_
 }  // namespace
 
 std::string SyntheticSpec::uri() const {
+  if (generator == "tem") {
+    std::string u = std::string(synthetic_scheme) + "tem?frames=" + std::to_string(count) +
+                    "&width=" + std::to_string(width) + "&height=" + std::to_string(height) +
+                    "&seed=" + std::to_string(seed);
+    const tem::Params defaults;
+    for (const TemKey& k : tem_real_keys)
+      if (tem.*k.field != defaults.*k.field) u += "&" + std::string(k.key) + "=" + real_text(tem.*k.field);
+    return u;
+  }
   std::string u = std::string(synthetic_scheme) + generator + "?width=" + std::to_string(width) +
                   "&height=" + std::to_string(height) + "&count=" + std::to_string(count) +
                   "&seed=" + std::to_string(seed);
@@ -385,7 +422,26 @@ std::string SyntheticSpec::uri() const {
   return u;
 }
 
-std::string SyntheticSpec::key(std::int64_t index) const { return generator + "-" + std::to_string(index); }
+std::string SyntheticSpec::key(std::int64_t index) const {
+  if (generator == "tem") return tem::frame_name(tem_params(), static_cast<int>(index));
+  return generator + "-" + std::to_string(index);
+}
+
+tem::Params SyntheticSpec::tem_params() const {
+  tem::Params p = tem;
+  p.width = width;
+  p.height = height;
+  p.frames = static_cast<int>(count);
+  p.seed = seed;
+  return p;
+}
+
+Json SyntheticSpec::truth_attrs(std::int64_t index) const {
+  if (generator != "tem" || index < 0 || index >= count) return Json::object();
+  const tem::Params p = tem_params();
+  const tem::Motion m = tem::truth(p).at(static_cast<std::size_t>(index));
+  return {{"truth", {{"tx", m.tx}, {"ty", m.ty}, {"angle", m.angle}}}, {"lattice_period", p.period}};
+}
 
 SyntheticSpec parse_synthetic_uri(std::string_view uri) {
   if (!is_synthetic_uri(uri))
@@ -394,16 +450,25 @@ SyntheticSpec parse_synthetic_uri(std::string_view uri) {
   const auto q = rest.find('?');
   SyntheticSpec spec;
   spec.generator = std::string(rest.substr(0, q));
-  if (spec.generator != "blobs" && spec.generator != "hne")
+  if (spec.generator != "blobs" && spec.generator != "hne" && spec.generator != "tem")
     bad_uri(uri, "unknown generator '" + spec.generator + "' (valid: " + std::string(valid_generators) + ")");
-  const bool is_hne = spec.generator == "hne";
-  const std::string_view valid_keys = is_hne ? hne_keys : blobs_keys;
+  const bool is_hne = spec.generator == "hne", is_tem = spec.generator == "tem";
+  const std::string_view valid_keys = is_hne ? hne_keys : is_tem ? tem_keys : blobs_keys;
+  if (is_tem) {
+    const tem::Params defaults;
+    spec.width = defaults.width;
+    spec.height = defaults.height;
+    spec.count = defaults.frames;
+  }
   auto check_hne = [&] {
-    if (!is_hne) return;
     try {
-      hne::validate(hne_params(spec));
+      if (is_hne) hne::validate(hne_params(spec));
+      if (is_tem) tem::validate(spec.tem_params());
     } catch (const std::invalid_argument& e) {
-      bad_uri(uri, hne_message(e));
+      std::string what = e.what();
+      constexpr std::string_view tem_prefix = "flowd::tem: ";
+      if (what.starts_with(tem_prefix)) what.erase(0, tem_prefix.size());
+      bad_uri(uri, is_hne ? hne_message(e) : what);
     }
   };
   if (q == std::string_view::npos) {
@@ -434,7 +499,15 @@ SyntheticSpec parse_synthetic_uri(std::string_view uri) {
     const std::string_view value = pair.substr(eq + 1);
     if (std::find(seen.begin(), seen.end(), key) != seen.end()) bad_uri(uri, "'" + std::string(key) + "' given twice");
     seen.push_back(key);
-    if (key == "width")
+    if (is_tem && key == "frames")
+      spec.count = static_cast<std::int64_t>(parse_number(uri, key, value, 1, 100000));
+    else if (is_tem && key == "size")
+      spec.width = spec.height = static_cast<int>(parse_number(uri, key, value, 1, max_side));
+    else if (is_tem && key == "count")
+      bad_uri(uri, "'count' is called 'frames' for tem");
+    else if (const TemKey* t = is_tem ? find_tem_key(key) : nullptr)
+      spec.tem.*t->field = parse_real(uri, key, value);
+    else if (key == "width")
       spec.width = static_cast<int>(parse_number(uri, key, value, 1, max_side));
     else if (key == "height")
       spec.height = static_cast<int>(parse_number(uri, key, value, 1, max_side));
@@ -477,6 +550,13 @@ cv::Mat synthetic_blobs(int width, int height, std::uint64_t index, std::uint64_
 cv::Mat synthetic_image(const SyntheticSpec& spec, std::int64_t index) {
   if (index < 0 || index >= spec.count)
     throw Error("synthetic data set '" + spec.uri() + "' has no image " + std::to_string(index));
+  if (spec.generator == "tem") {
+    try {
+      return tem::generate(spec.tem_params(), static_cast<int>(index));
+    } catch (const std::exception& e) {
+      throw Error("synthetic data set '" + spec.uri() + "': " + e.what());
+    }
+  }
   if (spec.generator == "hne") {
     try {
       return hne::generate(hne_params(spec), static_cast<int>(index)).rgb;

@@ -3,7 +3,9 @@
 // it would name a file: synthetic:blobs?width=W&height=H&count=N&seed=S, or
 // synthetic:hne?...&mpp=X&density=X&stain=X&blur=X&noise=X&tissue=T&... for
 // the physically modelled H&E tiles of tools/hne (docs/tools.md), where
-// condition=NAME sets one of its named presets and the other keys override.
+// condition=NAME sets one of its named presets and the other keys override,
+// or synthetic:tem?frames=N&size=S&seed=S&... for a drifting TEM series of
+// tools/tem (16-bit grey counts, frames keyed frame_000, frame_001, ...).
 //
 // blobs: the pixels depend only on (width, height, index, seed): it uses
 // std::mt19937_64 (whose output the C++ standard fixes) with its own uniform
@@ -16,10 +18,13 @@
 
 #include <opencv2/core.hpp>
 
+#include "flowd/flowd.hpp"
+#include "tem/generate.hpp"
+
 namespace flowd::io {
 
 struct SyntheticSpec {
-  std::string generator = "blobs";  // "blobs" or "hne"
+  std::string generator = "blobs";  // "blobs", "hne" or "tem"
   int width = 2048;
   int height = 2048;
   std::int64_t count = 2;
@@ -40,13 +45,21 @@ struct SyntheticSpec {
   double stain_jitter = 1.0;
   double scanner = 0.0;
   int jpeg = 0;
+  // tem only: the generator's parameters other than the size, count and
+  // seed above (which default to 512 x 512 and 64 frames for tem).
+  tem::Params tem{};
 
   // The canonical URI: width, height, count and seed, for hne also mpp,
   // density, stain, blur and noise, and every other hne key whose value is
   // not the default (so the URIs of data sets from before those keys stay).
   std::string uri() const;
-  // "<generator>-<index>"
+  // "<generator>-<index>"; for tem the generator's frame name, "frame_007".
   std::string key(std::int64_t index) const;
+  // tem: the generator's parameters with this size, count and seed.
+  tem::Params tem_params() const;
+  // tem: {"truth": {"tx", "ty", "angle"}, "lattice_period"} of frame `index`
+  // (the motion from frame 0, docs/plugins/registration.md); empty otherwise.
+  Json truth_attrs(std::int64_t index) const;
 };
 
 inline constexpr std::string_view synthetic_scheme = "synthetic:";
@@ -62,8 +75,9 @@ SyntheticSpec parse_synthetic_uri(std::string_view uri);
 // blur and pixel noise.
 cv::Mat synthetic_blobs(int width, int height, std::uint64_t index, std::uint64_t seed);
 
-// Image `index` (0-based, < spec.count) of a parsed data set, RGB u8. For
-// hne, the image of flowd::hne::generate (its truth labels are dropped).
+// Image `index` (0-based, < spec.count) of a parsed data set: RGB u8, for
+// hne the image of flowd::hne::generate (its truth labels are dropped); for
+// tem the frame of flowd::tem::generate, grey u16 counts.
 cv::Mat synthetic_image(const SyntheticSpec& spec, std::int64_t index);
 
 }  // namespace flowd::io

@@ -126,6 +126,33 @@ TEST(WorkerPool, StopDestroysQueuedTasksUnrun) {
   EXPECT_LE(ran.load(), 10);
 }
 
+// A worker node stopped while a task waits for its sub-tasks (nuclei.segment
+// under mpirun's SIGTERM): the queued sub-tasks must still run, or the task
+// never ends and stop() joins it forever.
+TEST(WorkerPool, ATaskHelpingItsSubTasksFinishesWhileThePoolStops) {
+  auto p = pool(1);
+  std::atomic<bool> sub_ran{false}, waiting{false}, gave_up{false};
+  p.submit(task([&] {
+    p.submit(task([&] { sub_ran = true; }));  // queued: the only worker is busy here
+    waiting = true;
+    while (!p.stopping())
+      std::this_thread::sleep_for(1ms);
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (!sub_ran) {
+      if (!p.run_one(p.workers().front())) std::this_thread::sleep_for(1ms);
+      if (std::chrono::steady_clock::now() > deadline) {
+        gave_up = true;
+        return;
+      }
+    }
+  }));
+  while (!waiting)
+    std::this_thread::sleep_for(1ms);
+  p.stop();
+  EXPECT_TRUE(sub_ran.load());
+  EXPECT_FALSE(gave_up.load()) << "the sub-task stayed queued after stop() began";
+}
+
 TEST(TaskGraph, ChainRunsInOrder) {
   auto p = pool(2);
   sched::TaskGraph g;

@@ -152,7 +152,7 @@ TEST(Synthetic, LooksLikeAStainedTissueField) {
 TEST(Synthetic, UriErrorsListTheValidChoices) {
   auto err = [](const std::string& uri) { return error_of([&] { harness("io.read_images", {{"path", uri}}).source(); }); };
   const auto gen = err("synthetic:stripes?width=10");
-  EXPECT_NE(gen.find("unknown generator 'stripes' (valid: blobs, hne)"), std::string::npos) << gen;
+  EXPECT_NE(gen.find("unknown generator 'stripes' (valid: blobs, hne, tem)"), std::string::npos) << gen;
   const auto key = err("synthetic:blobs?width=10&colour=red");
   EXPECT_NE(key.find("unknown key 'colour' (valid: width, height, count, seed)"), std::string::npos) << key;
   const auto value = err("synthetic:blobs?width=0");

@@ -162,6 +162,11 @@ Rendezvous wait_for_rendezvous(const fs::path& path, const WaitOptions& options)
       stale_job = r.job_id;
     }
     const auto now = clock::now();
+    if (options.interrupt && options.interrupt->load())
+      throw RendezvousInterrupted(
+          "interrupted while waiting " +
+          std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(now - start).count()) +
+          " ms for the rendezvous file " + path.string());
     if (now >= deadline) {
       const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(now - start).count();
       std::string msg = "no coordinator found: rendezvous file " + path.string() + " ";

@@ -17,6 +17,7 @@
 // The public key is not a secret; the file may be world-readable. A worker
 // that trusts the key from the file trusts whoever can write that
 // directory: docs/cluster.md says when to pass the key file instead.
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <optional>
@@ -47,17 +48,27 @@ public:
   using Error::Error;
 };
 
+// The wait was interrupted (SIGINT/SIGTERM) before the file appeared.
+class RendezvousInterrupted : public Error {
+public:
+  using Error::Error;
+};
+
 struct WaitOptions {
   std::chrono::milliseconds timeout{std::chrono::minutes(5)};
   std::chrono::milliseconds poll_interval{std::chrono::milliseconds(200)};
   // When non-empty, a file whose job_id is set and differs is taken for a
   // leftover of an earlier run and ignored (the wait goes on).
   std::string expected_job_id;
+  // When set and true, the wait ends with RendezvousInterrupted at its next
+  // poll: a worker rank stopped by Ctrl-C or its launcher must not sit out
+  // the timeout.
+  const std::atomic<bool>* interrupt = nullptr;
 };
 
 // Polls until the file exists and belongs to this job. On timeout throws
 // RendezvousTimeout naming the file and how long it waited (and the stale job id
-// it saw, if any). A malformed file fails at once: writes are atomic, so
+// it saw, if any); when interrupted, RendezvousInterrupted. A malformed file fails at once: writes are atomic, so
 // it is not a file still being written.
 Rendezvous wait_for_rendezvous(const std::filesystem::path& path, const WaitOptions& options);
 

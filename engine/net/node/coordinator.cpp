@@ -100,7 +100,8 @@ Coordinator::~Coordinator() { finish(); }
 
 const std::string& Coordinator::endpoint() const { return endpoint_; }
 
-void Coordinator::wait_for_workers(std::size_t n, std::chrono::milliseconds timeout) {
+void Coordinator::wait_for_workers(std::size_t n, std::chrono::milliseconds timeout,
+                                   const std::atomic<bool>* interrupt) {
   auto& core = *core_;
   std::unique_lock lock(core.m);
   core.expected = std::max(core.expected, n);
@@ -108,7 +109,25 @@ void Coordinator::wait_for_workers(std::size_t n, std::chrono::milliseconds time
     return static_cast<std::size_t>(
         std::count_if(core.workers.begin(), core.workers.end(), [](const auto& w) { return w.second.live; }));
   };
-  if (core.cv.wait_for(lock, timeout, [&] { return live() >= n || core.closed; }) && !core.closed) return;
+  const auto start = std::chrono::steady_clock::now();
+  const auto deadline = start + timeout;
+  // In slices, so a signal is noticed without anyone notifying the cv.
+  for (;;) {
+    const auto slice = std::min<std::chrono::steady_clock::duration>(deadline - std::chrono::steady_clock::now(),
+                                                                     std::chrono::milliseconds(100));
+    if (core.cv.wait_for(lock, slice, [&] { return live() >= n || core.closed; })) {
+      if (!core.closed) return;
+      break;
+    }
+    if (interrupt && interrupt->load())
+      throw WaitInterrupted(
+          "interrupted while waiting for workers: " + std::to_string(live()) + " of " + std::to_string(n) +
+          " registered in " +
+          std::to_string(
+              std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count()) +
+          " ms at " + endpoint_);
+    if (std::chrono::steady_clock::now() >= deadline) break;
+  }
   std::string registered;
   for (const auto& [id, w] : core.workers)
     if (w.live) registered += (registered.empty() ? "" : ", ") + w.label();

@@ -9,6 +9,7 @@
 // Threads: the task channel's socket belongs to one thread that makes every
 // placement decision; results reach the run through a dispatcher thread, so
 // done() never runs under a lock of ours and may submit, fetch or drain.
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -83,6 +84,12 @@ struct CoordinatorStats {
   std::size_t workers = 0;     // live, registered
 };
 
+// wait_for_workers was interrupted: the run never started.
+class WaitInterrupted : public Error {
+public:
+  using Error::Error;
+};
+
 class Coordinator final : public runtime::RemoteExecutor {
 public:
   // Binds the item server, the task channel and membership (throws
@@ -102,8 +109,9 @@ public:
   // Blocks until n workers have registered on the task channel; throws
   // flowd::Error after `timeout`, naming how many joined and who. Also tells
   // the coordinator how many workers to expect before it declares a stage
-  // impossible to run.
-  void wait_for_workers(std::size_t n, std::chrono::milliseconds timeout);
+  // impossible to run. When `interrupt` turns true (SIGINT/SIGTERM) the
+  // wait ends within 100 ms with WaitInterrupted.
+  void wait_for_workers(std::size_t n, std::chrono::milliseconds timeout, const std::atomic<bool>* interrupt = nullptr);
   std::vector<std::string> worker_names() const;
   // Whether a worker of that name ever registered (it may be gone since).
   bool has_registered(const std::string& name) const;

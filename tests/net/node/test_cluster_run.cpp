@@ -285,3 +285,57 @@ TEST(ClusterRun, AWorkerRankWhoseCoordinatorNeverAppearsGivesUpAfterWaitWorkers)
   ASSERT_TRUE(std::regex_search(r.err, m, std::regex("within ([0-9]+) ms"))) << r.err;
   EXPECT_LT(std::stol(m[1].str()), 60000) << r.err;
 }
+
+// A worker rank waiting for the rendezvous file stops at SIGTERM (Ctrl-C, or
+// its launcher ending the step) with exit 130, not after --wait-workers.
+TEST(ClusterRun, AWorkerRankWaitingForTheRendezvousStopsAtSigterm) {
+  const auto dir = test::scratch();
+  const auto wf = write(dir, "wf.json", pipeline(4, 1));
+  const auto rendezvous = dir / "never.json";
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto r = test::flowd_cmd(
+      dir,
+      {"run", wf.string(), "--listen", "tcp://127.0.0.1:0", "--wait-workers", "100", "--gpu", "none", "--no-progress"},
+      "FLOWD_LAUNCHER=slurm SLURM_PROCID=1 SLURM_NTASKS=3 SLURM_JOB_ID=1 FLOWD_RENDEZVOUS=" +
+          test::quote(rendezvous.string()) + " timeout --preserve-status -s TERM 1");
+  const auto waited = std::chrono::steady_clock::now() - t0;
+  EXPECT_EQ(r.code, 130) << r.err;
+  EXPECT_NE(r.err.find("interrupted while waiting"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(rendezvous.string()), std::string::npos) << r.err;
+  EXPECT_LT(waited, std::chrono::seconds(50));
+}
+
+// Without keys everything stays on loopback: the launched worker ranks'
+// item servers too (they bound every interface, which the endpoint policy
+// refuses without CURVE, and the ranks could never join).
+TEST(ClusterRun, LauncherRanksWithoutKeysRunOnLoopback) {
+  const auto dir = test::scratch();
+  const auto wf = write(dir, "wf.json", pipeline(12, 5));
+  const std::string want = expected_output(dir, wf);
+  const std::vector<std::string> args{"run",
+                                      wf.string(),
+                                      "--set",
+                                      "output=" + (dir / "mpirun.txt").string(),
+                                      "--gpu",
+                                      "none",
+                                      "--no-progress",
+                                      "--no-perf-model",
+                                      "--cpu",
+                                      "1",
+                                      "--listen",
+                                      "tcp://127.0.0.1:0",
+                                      "--wait-workers",
+                                      "60"};
+  auto env = [&](int rank) {
+    return std::vector<std::string>{"FLOWD_LAUNCHER=openmpi", "OMPI_COMM_WORLD_RANK=" + std::to_string(rank),
+                                    "OMPI_COMM_WORLD_SIZE=3", "FLOWD_RENDEZVOUS=" + (dir / "rendezvous.json").string()};
+  };
+  Process rank0(dir, args, env(0));
+  Process rank1(dir, args, env(1));
+  Process rank2(dir, args, env(2));
+  ASSERT_EQ(rank0.wait(), 0) << rank0.err();
+  EXPECT_EQ(rank1.wait(), 0) << rank1.err();
+  EXPECT_EQ(rank2.wait(), 0) << rank2.err();
+  EXPECT_EQ(test::slurp(dir / "mpirun.txt"), want);
+  EXPECT_NE(rank1.err().find("items served at tcp://127.0.0.1:"), std::string::npos) << rank1.err();
+}

@@ -1,0 +1,57 @@
+#include "operand.hpp"
+
+#include <cmath>
+
+namespace flowd::registration {
+
+Item step_item(const KeyedStep& step) {
+  Item item;
+  item.meta.key = step.to;
+  item.value = Json{{"from", step.from},           {"to", step.to},  {"tx", step.phi.tx}, {"ty", step.phi.ty},
+                    {"angle", step.phi.degrees()}, {"ncc", step.ncc}};
+  return item;
+}
+
+KeyedStep step_of(const Item& item) {
+  const auto* j = std::get_if<Json>(&item.value);
+  auto bad = [&](const std::string& why) -> Error {
+    return Error("item '" + item.meta.key + "' is not a registration operand: " + why);
+  };
+  if (!j || !j->is_object()) throw bad("expected a JSON object {from, to, tx, ty, angle}");
+  KeyedStep s;
+  for (const char* k : {"from", "to"}) {
+    const auto it = j->find(k);
+    if (it == j->end() || !it->is_string()) throw bad(std::string("'") + k + "' is missing or not a string");
+  }
+  s.from = (*j)["from"].get<std::string>();
+  s.to = (*j)["to"].get<std::string>();
+  double v[3];
+  const char* names[3] = {"tx", "ty", "angle"};
+  for (int i = 0; i < 3; ++i) {
+    const auto it = j->find(names[i]);
+    if (it == j->end() || !it->is_number() || !std::isfinite(it->get<double>()))
+      throw bad(std::string("'") + names[i] + "' is missing or not a finite number");
+    v[i] = it->get<double>();
+  }
+  s.phi = Rigid::from_degrees(v[2], v[0], v[1]);
+  if (const auto it = j->find("ncc"); it != j->end() && it->is_number()) s.ncc = it->get<double>();
+  return s;
+}
+
+Item compose_items(const Item& left, const Item& right, const FrameByKey& frame, const OperatorOptions& options) {
+  const KeyedStep a = step_of(left), b = step_of(right);
+  if (a.is_identity()) return right;
+  if (b.is_identity()) return left;
+  if (a.to != b.from)
+    throw Error("cannot compose the motion from '" + a.from + "' to '" + a.to + "' with the one from '" + b.from +
+                "' to '" + b.to + "': the inner frames differ");
+  const Item& fi = frame(a.from);
+  const Item& fk = frame(b.to);
+  const Image ii = frame_image(fi), ik = frame_image(fk);
+  check_same_size(fi.meta, ii, fk.meta, ik);
+  const Pyramid pi(ii.view(), options.pyramid), pk(ik.view(), options.pyramid);
+  const Result r = register_pair(pi, pk, then(a.phi, b.phi), options.options);
+  return step_item({a.from, b.to, r.phi, r.ncc});
+}
+
+}  // namespace flowd::registration

@@ -1,0 +1,39 @@
+#pragma once
+// The scan's operands as items, and its combine (registration.compose) as a
+// function of items: what the engine's scan pattern calls.
+//
+// An operand is the JSON value {"from": KEY_I, "to": KEY_K, "tx", "ty",
+// "angle" (degrees), "ncc"}: phi_{i,k} of docs/plugins/registration.md,
+// keyed by KEY_K. from == to is the identity element.
+#include <functional>
+#include <string>
+
+#include "flowd/flowd.hpp"
+#include "frames.hpp"
+#include "rigid.hpp"
+
+namespace flowd::registration {
+
+struct KeyedStep {
+  std::string from;
+  std::string to;
+  Rigid phi{};
+  double ncc = 1.0;
+
+  bool is_identity() const noexcept { return from == to; }
+};
+
+Item step_item(const KeyedStep& step);
+// Throws flowd::Error naming the item's key for a value that is not an
+// operand.
+KeyedStep step_of(const Item& item);
+
+// The frame behind a key; throws flowd::Error when there is none.
+using FrameByKey = std::function<const Item&(const std::string& key)>;
+
+// compose((i,j,phi_ij), (j,k,phi_jk)) = (i, k, A(f_i, f_k, phi_jk o phi_ij));
+// an identity operand returns the other one without reading any frame.
+// Throws flowd::Error when the inner keys differ or the frames differ in size.
+Item compose_items(const Item& left, const Item& right, const FrameByKey& frame, const OperatorOptions& options);
+
+}  // namespace flowd::registration
