@@ -1,11 +1,12 @@
 // The registration plugin: rigid alignment of drifting image series
-// (docs/plugins/registration.md). The scan's combine, registration.compose,
-// is compose_items (ops/operand.hpp); it becomes an operator with the scan
-// pattern.
+// (docs/plugins/registration.md): the pairwise map, the scan's combine and
+// the sink.
 #include "flowd/plugin.hpp"
 
+#include "ops/compose.hpp"
 #include "ops/pairwise.hpp"
 #include "ops/write.hpp"
 
 FLOWD_PLUGIN("registration", "0.1.0", "Rigid registration of drifting image series (electron microscopy)",
-             flowd::registration::Pairwise, flowd::registration::Write)
+             flowd::registration::Pairwise, flowd::registration::Compose,
+             flowd::registration::Write)

@@ -12,9 +12,8 @@ OperatorSpec Pairwise::spec() {
       "identity, by NCC on a dyadic pyramid";
   PortSpec reference{"reference", "array<u8|u16|f32,2>", "frame i; absent for the first frame of the series"};
   reference.optional = true;
-  // The template first: a task without a reference (the series' first frame)
-  // then has its one input at port 0.
-  s.inputs = {{"template", "array<u8|u16|f32,2>", "frame i+1"}, reference};
+  // In the order of a consecutive pair (x_i, x_i+1): the reference first.
+  s.inputs = {reference, {"template", "array<u8|u16|f32,2>", "frame i+1"}};
   s.outputs = {{"deformation", "json",
                 "{from, to, tx, ty, angle, ncc}: the motion from frame i to frame i+1 (identity for the first frame), "
                 "keyed by frame i+1"}};
