@@ -242,3 +242,56 @@ TEST(ScanStage, InspectShowsThePatternAndTheStrategies) {
             std::string::npos)
       << r.out;
 }
+
+namespace {
+
+void write_file(const std::filesystem::path& p, const std::string& text) { std::ofstream(p) << text; }
+
+std::string cli_workflow(const std::string& strategy, const std::string& scan_params = "") {
+  return R"({"version": 1, "stages": {
+    "src":  {"op": "test.count", "params": {"count": 8}},
+    "el":   {"op": "test.element", "inputs": {"in": "src.out"}},
+    "scan": {"op": "test.concat", "strategy": ")" +
+         strategy + R"(", "inputs": {"in": "el.out"}, "params": {)" + scan_params + R"(}},
+    "sink": {"op": "test.record", "inputs": {"in": "scan.out"}, "params": {"path": "out/scan.txt"}}
+  }})";
+}
+
+}  // namespace
+
+TEST(ScanStage, TheCommandLineRunsAScanAndLogsWhatItDid) {
+  const auto dir = test::scratch();
+  write_file(dir / "wf.json", cli_workflow("dissemination"));
+  const auto r = test::flowd_cmd(dir, {"wf.json", "--no-progress"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("[scan] scan of 8 elements: dissemination, 17 combines, depth 3, "), std::string::npos) << r.err;
+  EXPECT_EQ(test::lines(dir / "out" / "scan.txt").size(), 8u);
+}
+
+TEST(ScanStage, TheCommandLineRefusesBadScansWithTheirExitCodes) {
+  const auto dir = test::scratch();
+  write_file(dir / "wf.json", cli_workflow("fastest"));
+  auto r = test::flowd_cmd(dir, {"wf.json", "--no-progress"});
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("/stages/scan/strategy: unknown scan strategy 'fastest'; strategies: sequential, dissemination, "
+                       "blelloch, ladner-fischer, work-stealing, auto"),
+            std::string::npos)
+      << r.err;
+
+  // The series is not journalled: a resumable run is refused before anything exists.
+  write_file(dir / "wf.json", cli_workflow("auto"));
+  r = test::flowd_cmd(dir, {"wf.json", "--journal", "journal", "--no-progress"});
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(
+      r.err.find("stage 'scan' is a scan: the series it collects is not kept, so this run cannot be journalled or "
+                 "resumed (--journal/--resume)"),
+      std::string::npos)
+      << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir / "journal"));
+
+  write_file(dir / "wf.json", cli_workflow("blelloch", R"("fail_at": 5)"));
+  r = test::flowd_cmd(dir, {"wf.json", "--no-progress"});
+  EXPECT_EQ(r.code, 3) << r.err;
+  EXPECT_NE(r.err.find("stage 'scan' failed on item 'item/5': asked to fail at 5"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir / "out" / "scan.txt"));
+}
