@@ -130,7 +130,7 @@ void RunState::deliver_locked(StageState& to, std::size_t port, const CarriedPtr
                              "'; inputs are matched by key, so keys must be unique");
     return;
   }
-  slot.ports[port] = c;
+  slot.ports[port] = to.after_series ? std::make_shared<Carried>(Carried{c->item, {}, c->where, c->remote}) : c;
   for (std::size_t p = 0; p < nports; ++p)
     if (to.node->inputs[p] && !slot.ports[p]) return;
   Tuple ready = std::move(slot);

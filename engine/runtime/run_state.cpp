@@ -32,6 +32,10 @@ RunReport RunState::prepare() {
   const WorkerSet& workers = runner_.workers();
   window_ = opts().max_in_flight > 0 ? opts().max_in_flight : 2 * static_cast<int>(workers.workers.size());
   for (auto& node : runner_.graph().stages) stages_.emplace_back(node);
+  // Topological order: producers are marked before their consumers.
+  for (auto& st : stages_)
+    for (const auto& in : st.node->inputs)
+      if (in && (stages_[in->stage].holds_series() || stages_[in->stage].after_series)) st.after_series = true;
   RunReport report;
   report.workers = workers.workers;
   report.gpu_note = workers.gpu_note;

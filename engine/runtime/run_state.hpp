@@ -63,6 +63,10 @@ struct StageState : Stage {
   // key order, before its first task.
   bool holds_series() const noexcept { return pattern() == Pattern::scan || node->consecutive_pairs; }
 
+  // Downstream of a series stage: items from there come only once the whole
+  // series has arrived, so items waiting here for their key partner are kept
+  // without their credits, or they would stop the source that series needs.
+  bool after_series = false;
   std::size_t open_upstream = 0;  // input edges whose producer has not closed
   std::size_t active = 0;         // map/sink/reduce tasks queued or running
   bool closed = false;

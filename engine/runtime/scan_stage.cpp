@@ -139,9 +139,16 @@ bool RunState::release_locked(StageState& s, sched::TaskEnv* env) {
   }
   const HeldItems series = std::move(s.held[0]);
   s.held[0].clear();
-  if (series.size() == 1)
+  if (series.size() == 1 && !s.node->first_pair_alone)
     log().warn("[" + s.name() + "] received one item ('" + series.begin()->first + "'), so there is no pair");
   const std::size_t nports = s.node->inputs.size();
+  // The first element paired with itself: the operator's cue for the
+  // series' start (a registration's identity motion for frame 0).
+  if (s.node->first_pair_alone && !series.empty()) {
+    Tuple t{series.begin()->first, std::vector<CarriedPtr>(nports)};
+    t.ports[0] = t.ports[1] = series.begin()->second;
+    dispatch_locked(s, std::move(t), env);
+  }
   for (auto it = series.begin(); it != series.end() && std::next(it) != series.end(); ++it) {
     const auto next = std::next(it);
     // Keyed by the later element: the pair (x_i, x_i+1) stands for the step to i+1.

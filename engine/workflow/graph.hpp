@@ -34,6 +34,7 @@ struct StageNode {
   StageLabels labels;  // parsed "labels" (default: anywhere); a cluster run places by them
   sched::ScanStrategy strategy = sched::ScanStrategy::work_stealing;  // scan stages: "strategy"
   bool consecutive_pairs = false;  // map stages: "pairs": "consecutive" (its two inputs get x_i, x_i+1)
+  bool first_pair_alone = false;   // "consecutive-with-first": (x_0, x_0) comes first
 
   const OperatorSpec& spec() const noexcept { return handle.spec(); }
   std::size_t connected_inputs() const noexcept {

@@ -38,8 +38,8 @@ void check_scan_and_pairs(const StageDecl& s, const OperatorSpec& spec, Diagnost
   }
   if (!s.pairs.empty()) {
     const std::string at = pointer({"stages", s.name, "pairs"});
-    if (s.pairs != "consecutive") {
-      d.add(at, "unknown pairing '" + s.pairs + "'; the one pairing is \"consecutive\"");
+    if (s.pairs != "consecutive" && s.pairs != "consecutive-with-first") {
+      d.add(at, "unknown pairing '" + s.pairs + "'; pairings: \"consecutive\", \"consecutive-with-first\"");
     } else if (spec.pattern != Pattern::map) {
       d.add(at,
             "only map stages take pairs; '" + spec.name + "' is a " + std::string(name_of(spec.pattern)) + " operator");
@@ -100,7 +100,8 @@ std::optional<StageNode> open_stage(const StageDecl& s, const Params& params, st
     if (d.items().size() != before) return std::nullopt;
     StageNode node{s.name, index, std::move(handle), std::move(uses), params, nullptr, {}, {}, {}};
     if (auto strategy = sched::parse_scan_strategy(s.strategy)) node.strategy = *strategy;
-    node.consecutive_pairs = s.pairs == "consecutive";
+    node.consecutive_pairs = !s.pairs.empty();
+    node.first_pair_alone = s.pairs == "consecutive-with-first";
     node.op = node.handle.create(node.params);
     node.inputs.resize(node.spec().inputs.size());
     node.consumers.resize(node.spec().outputs.size());

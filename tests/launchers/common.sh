@@ -80,3 +80,23 @@ setup_common() {
   # Workers connect to what rank 0 advertises: its loopback here.
   export FLOWD_ADVERTISE=127.0.0.1
 }
+
+# Live flowd processes in this test's PID namespace (zombies excluded: they
+# have ended, and only wait for this script, PID 1 here, to reap them).
+live_flowd() {
+  local p
+  for p in $(pgrep -x flowd); do
+    [[ $(ps -o stat= -p "$p" 2>/dev/null) == Z* ]] || echo "$p"
+  done
+}
+
+# Every flowd process ends within $1 seconds, or the test fails naming them.
+flowd_ends_within() {
+  local left
+  for _ in $(seq $(($1 * 10))); do
+    left=$(live_flowd)
+    [[ -z $left ]] && return 0
+    sleep 0.1
+  done
+  fail "flowd processes still running $1 s after the job ended: $(ps -o pid=,args= -p "$(echo $left | tr ' ' ,)")"
+}

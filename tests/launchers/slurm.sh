@@ -104,7 +104,7 @@ echo "sbatch ended $took s after submission, exit $rc"
 # Far below --wait-workers (120 s), the longest any rank may wait.
 ((took < 90)) || fail "the step took $took s to end after rank 0 failed"
 grep -q 'results' "$out" || fail "rank 0's error does not name the output: $(tail -n 20 "$out")"
-[[ -z $(pgrep -x flowd) ]] || fail "flowd processes outlived the job: $(pgrep -ax flowd)"
+flowd_ends_within 10
 [[ $(cat "$WORK/failed/results") == "not a folder" ]] || fail "the failed job touched results"
 
 stop_daemons

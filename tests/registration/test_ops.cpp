@@ -81,15 +81,15 @@ Item only(runtime::OperatorHarness::Emitted emitted) {
 TEST(RegistrationOps, PairwiseFindsTheMotionBetweenConsecutiveFrames) {
   const tem::Params p = series_params();
   auto h = harness("registration.pairwise");
-  const Item d = only(h.map({frame_item(p, 1), frame_item(p, 0)}));
+  const Item d = only(h.map({frame_item(p, 0), frame_item(p, 1)}));
   EXPECT_EQ(d.meta.key, "frame_001");
   const reg::KeyedStep s = reg::step_of(d);
   EXPECT_EQ(s.from, "frame_000");
   EXPECT_EQ(s.to, "frame_001");
   EXPECT_LT(reg::Rigid::distance(s.phi, truth_of(p, 1), p.width, p.height), 0.1);
   EXPECT_GT(s.ncc, 0.1);
-  // Without a reference: the identity for the series' first frame.
-  const reg::KeyedStep first = reg::step_of(only(h.map({frame_item(p, 0)})));
+  // The first frame paired with itself: its identity motion.
+  const reg::KeyedStep first = reg::step_of(only(h.map({frame_item(p, 0), frame_item(p, 0)})));
   EXPECT_TRUE(first.is_identity());
   EXPECT_EQ(first.to, "frame_000");
 }
@@ -100,14 +100,14 @@ TEST(RegistrationOps, PairwiseRefusesFramesOfDifferentSizesAndColour) {
   other.width = 96;
   auto h = harness("registration.pairwise");
   EXPECT_EQ(error_of([&] {
-              h.map({frame_item(other, 1), frame_item(p, 0)});
+              h.map({frame_item(p, 0), frame_item(other, 1)});
             }),
             "frame 'frame_001' (file 'synthetic/frame_001') is 96x128 but frame 'frame_000' (file "
             "'synthetic/frame_000') is 128x128: the frames of a series must share one size");
   Item rgb = frame_item(p, 1);
   rgb.value = from_mat(cv::Mat(16, 16, CV_8UC3, cv::Scalar(1, 2, 3)));
   EXPECT_EQ(error_of([&] {
-              h.map({rgb, frame_item(p, 0)});
+              h.map({frame_item(p, 0), rgb});
             }),
             "frame 'frame_001' (file 'synthetic/frame_001') is u8[16x16x3]; registration needs grey frames (rows x "
             "columns): read them with mode \"grey\"");
@@ -124,8 +124,8 @@ TEST(RegistrationOps, ComposeRegistersTheOuterFramesFromTheProduct) {
     return frames.at(key);
   };
   auto h = harness("registration.pairwise");
-  const Item d01 = only(h.map({frame_item(p, 1), frame_item(p, 0)}));
-  const Item d12 = only(h.map({frame_item(p, 2), frame_item(p, 1)}));
+  const Item d01 = only(h.map({frame_item(p, 0), frame_item(p, 1)}));
+  const Item d12 = only(h.map({frame_item(p, 1), frame_item(p, 2)}));
   const reg::OperatorOptions o;
   const Item d02 = reg::compose_items(d01, d12, lookup, o);
   const reg::KeyedStep s = reg::step_of(d02);
@@ -159,9 +159,9 @@ TEST(RegistrationOps, WriteProducesDeformationsAverageAndHdf5) {
     frames.emplace(tem::frame_name(p, k), frame_item(p, k));
   const reg::FrameByKey lookup = [&](const std::string& key) -> const Item& { return frames.at(key); };
   auto pair = harness("registration.pairwise");
-  std::vector<Item> prefixes{only(pair.map({frame_item(p, 0)}))};
+  std::vector<Item> prefixes{only(pair.map({frame_item(p, 0), frame_item(p, 0)}))};
   for (int k = 1; k < p.frames; ++k)
-    prefixes.push_back(reg::compose_items(prefixes.back(), only(pair.map({frame_item(p, k), frame_item(p, k - 1)})),
+    prefixes.push_back(reg::compose_items(prefixes.back(), only(pair.map({frame_item(p, k - 1), frame_item(p, k)})),
                                           lookup, reg::OperatorOptions{}));
   const fs::path dir = test::scratch() / "out";
   auto sink = harness("registration.write", {{"dir", dir.string()}});
@@ -255,24 +255,14 @@ TEST(RegistrationOps, WriteRefusesMotionsFromAnotherFrame) {
             "must be keyed by their frame");
 }
 
-// Bad input through the command line: a workflow of today's patterns (frames
-// -> pairwise without a reference -> write), so the runs reach the sink.
+// Bad input through the command line, with the shipped workflow.
 namespace {
 
-const char* bad_input_workflow = R"({"version": 1,
-  "vars": {"input": "in", "output": "out"},
-  "stages": {
-    "frames": {"op": "io.read_images", "params": {"path": "${input}", "mode": "grey"}},
-    "pairwise": {"op": "registration.pairwise", "inputs": {"template": "frames.image"}},
-    "write": {"op": "registration.write", "inputs": {"frame": "frames.image", "deformation": "pairwise.deformation"},
-              "params": {"dir": "${output}"}}
-  }})";
-
 test::Result run_cli(const fs::path& dir) {
-  std::ofstream(dir / "wf.json") << bad_input_workflow;
-  return test::flowd_cmd(
-      dir, {"run", "wf.json", "--set", "input=" + (dir / "in").string(), "--set", "output=" + (dir / "out").string()},
-      "FLOWD_PLUGIN_PATH=" + std::string(FLOWD_TEST_PLUGIN_DIR));
+  return test::flowd_cmd(dir,
+                         {"run", std::string(FLOWD_SOURCE_DIR) + "/workflows/registration.json", "--set",
+                          "input=" + (dir / "in").string(), "--set", "output=" + (dir / "out").string()},
+                         "FLOWD_PLUGIN_PATH=" + std::string(FLOWD_TEST_PLUGIN_DIR));
 }
 
 void write_frame(const fs::path& f, const cv::Mat& m) {
@@ -318,4 +308,44 @@ TEST(RegistrationCli, AnUnreadableFrameFailsNamingItsFile) {
   EXPECT_EQ(r.code, 3) << r.err;
   EXPECT_NE(r.err.find("cannot read image '" + (dir / "in" / "f1.tif").string() + "'"), std::string::npos) << r.err;
   EXPECT_TRUE(!fs::exists(dir / "out") || fs::is_empty(dir / "out"));
+}
+
+// docs/examples/registration-hdf5.json: the series as a 3-D dataset (frames,
+// rows, columns) of an HDF5 file, through the command line; every frame
+// within a tenth of a pixel of its true motion.
+TEST(RegistrationCli, AnHdf5SeriesThroughTheDocumentedWorkflow) {
+  tem::Params p = series_params();
+  p.frames = 8;
+  const fs::path dir = test::scratch();
+  const fs::path file = dir / "series.h5";
+  std::vector<std::uint16_t> data;
+  for (int k = 0; k < p.frames; ++k) {
+    const cv::Mat m = tem::generate(p, k);
+    ASSERT_EQ(m.type(), CV_16UC1);
+    for (int r = 0; r < m.rows; ++r)
+      data.insert(data.end(), m.ptr<std::uint16_t>(r), m.ptr<std::uint16_t>(r) + m.cols);
+  }
+  {
+    const hsize_t dims[3] = {static_cast<hsize_t>(p.frames), static_cast<hsize_t>(p.height),
+                             static_cast<hsize_t>(p.width)};
+    const hid_t f = H5Fcreate(file.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    const hid_t space = H5Screate_simple(3, dims, nullptr);
+    const hid_t ds = H5Dcreate2(f, "stack", H5T_NATIVE_UINT16, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    ASSERT_GE(H5Dwrite(ds, H5T_NATIVE_UINT16, H5S_ALL, H5S_ALL, H5P_DEFAULT, data.data()), 0);
+    H5Dclose(ds);
+    H5Sclose(space);
+    H5Fclose(f);
+  }
+  const auto r = test::flowd_cmd(dir,
+                                 {"run", std::string(FLOWD_SOURCE_DIR) + "/docs/examples/registration-hdf5.json", "--set",
+                                  "input=" + file.string(), "--set", "dataset=stack", "--set",
+                                  "output=" + (dir / "out").string(), "--set", "strategy=ladner-fischer"},
+                                 "FLOWD_PLUGIN_PATH=" + std::string(FLOWD_TEST_PLUGIN_DIR));
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto rows = reg::parse_deformations(test::slurp(dir / "out" / "deformations.csv"));
+  ASSERT_EQ(rows.size(), static_cast<std::size_t>(p.frames));
+  for (int k = 0; k < p.frames; ++k)
+    EXPECT_LT(reg::Rigid::distance(rows[static_cast<std::size_t>(k)].phi, truth_of(p, k), p.width, p.height), 0.1)
+        << rows[static_cast<std::size_t>(k)].frame;
+  EXPECT_TRUE(fs::exists(dir / "out" / "average.tif"));
 }

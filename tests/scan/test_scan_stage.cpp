@@ -213,12 +213,32 @@ TEST(Pairs, AMapGetsEveryConsecutivePairInNaturalKeyOrder) {
   EXPECT_TRUE(test::lines(out).empty());
 }
 
+// "consecutive-with-first": (x_0, x_0) first, then the consecutive pairs;
+// one item makes one task.
+TEST(Pairs, WithFirstPairsTheFirstItemWithItselfFirst) {
+  const auto dir = test::scratch();
+  const auto out = dir / "o.txt";
+  const std::string both = R"({"first": "src.out", "second": "src.out"})";
+  ASSERT_EQ(test::run(pairs_workflow(12, both, "consecutive-with-first", out.string()), workers(3)).status,
+            RunStatus::succeeded);
+  std::vector<std::string> want{"item/0 " + Json{{"first", 0}, {"second", 0}}.dump()};
+  for (int i = 1; i < 12; ++i)
+    want.push_back("item/" + std::to_string(i) + " " + Json{{"first", i - 1}, {"second", i}}.dump());
+  EXPECT_EQ(test::lines(out), want);
+  ASSERT_EQ(test::run(pairs_workflow(1, both, "consecutive-with-first", out.string()), workers(2)).status,
+            RunStatus::succeeded);
+  const std::vector<std::string> one{"item/0 " + Json{{"first", 0}, {"second", 0}}.dump()};
+  EXPECT_EQ(test::lines(out), one);
+}
+
 TEST(Pairs, BadPairingsAreRefusedAtTheirPointer) {
   const auto dir = test::scratch();
   const std::string out = (dir / "o.txt").string();
   const std::string both = R"({"first": "src.out", "second": "src.out"})";
-  EXPECT_NE(problem(pairs_workflow(3, both, "all", out)).find("/stages/pair/pairs: unknown pairing 'all'"),
-            std::string::npos);
+  EXPECT_NE(
+      problem(pairs_workflow(3, both, "all", out))
+          .find("/stages/pair/pairs: unknown pairing 'all'; pairings: \"consecutive\", \"consecutive-with-first\""),
+      std::string::npos);
   const std::string json = R"({"version": 1, "stages": {
     "src":  {"op": "test.count", "params": {"count": 3}},
     "other": {"op": "test.count", "params": {"count": 3}},

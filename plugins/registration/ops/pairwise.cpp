@@ -10,10 +10,11 @@ OperatorSpec Pairwise::spec() {
   s.doc =
       "Registers a frame (template) to the frame before it (reference): the rigid motion between them, from the "
       "identity, by NCC on a dyadic pyramid";
-  PortSpec reference{"reference", "array<u8|u16|f32,2>", "frame i; absent for the first frame of the series"};
-  reference.optional = true;
-  // In the order of a consecutive pair (x_i, x_i+1): the reference first.
-  s.inputs = {reference, {"template", "array<u8|u16|f32,2>", "frame i+1"}};
+  // In the order of a consecutive pair (x_i, x_i+1), "pairs":
+  // "consecutive-with-first" in a workflow; the pair (x_0, x_0) gives frame
+  // 0 its identity motion, the scan's first element.
+  s.inputs = {{"reference", "array<u8|u16|f32,2>", "frame i (the template itself for the series' first frame)"},
+              {"template", "array<u8|u16|f32,2>", "frame i+1"}};
   s.outputs = {{"deformation", "json",
                 "{from, to, tx, ty, angle, ncc}: the motion from frame i to frame i+1 (identity for the first frame), "
                 "keyed by frame i+1"}};
@@ -25,10 +26,13 @@ Pairwise::Pairwise(const Params& params) : options_(OperatorOptions::from(params
 
 void Pairwise::cpu(MapContext& ctx) const {
   const Item& tmpl = ctx.input("template");
-  const Item* ref = ctx.has_input("reference") ? &ctx.input("reference") : nullptr;
-  if (!ref) {
-    // The first frame: the scan's identity element for it.
-    ctx.emit("deformation", step_item({tmpl.meta.key, tmpl.meta.key, Rigid::identity(), 1.0}));
+  const Item* ref = &ctx.input("reference");
+  if (ref->meta.key == tmpl.meta.key) {
+    // The first frame paired with itself: the scan's identity element.
+    Item out = step_item({tmpl.meta.key, tmpl.meta.key, Rigid::identity(), 1.0});
+    out.meta.attrs = tmpl.meta.attrs;
+    out.meta.timestamp = tmpl.meta.timestamp;
+    ctx.emit("deformation", std::move(out));
     return;
   }
   const Image ri = frame_image(*ref), ti = frame_image(tmpl);
