@@ -107,7 +107,16 @@ int main(int argc, char** argv) {
   std::vector<int> worker_counts = {1, 2, 4, 8, 16, 32, 64};
   std::vector<std::string> strategies = {"sequential",     "dissemination",       "blelloch",
                                          "ladner-fischer", "static-hierarchical", "work-stealing"};
-  for (int i = 1; i + 1 < argc; i += 2) {
+  const auto usage = [&] {
+    std::fprintf(stderr,
+                 "usage: %s [--n N] [--t-ms T] [--runs R] [--cost application|element] [--workers 1,2,...] "
+                 "[--strategies a,b,...]\n",
+                 argv[0]);
+    return 2;
+  };
+  // Every option takes a value: a word left over (--help too) is a usage error.
+  if (argc % 2 == 0) return usage();
+  for (int i = 1; i < argc; i += 2) {
     if (!std::strcmp(argv[i], "--n"))
       n = static_cast<std::size_t>(std::atol(argv[i + 1]));
     else if (!std::strcmp(argv[i], "--t-ms"))
@@ -120,13 +129,8 @@ int main(int argc, char** argv) {
       worker_counts = int_list(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--strategies"))
       strategies = word_list(argv[i + 1]);
-    else {
-      std::fprintf(stderr,
-                   "usage: %s [--n N] [--t-ms T] [--runs R] [--cost application|element] [--workers 1,2,...] "
-                   "[--strategies a,b,...]\n",
-                   argv[0]);
-      return 2;
-    }
+    else
+      return usage();
   }
   if (cost != "application" && cost != "element") {
     std::fprintf(stderr, "scan_mock: --cost is application or element, not '%s'\n", cost.c_str());
