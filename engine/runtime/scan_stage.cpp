@@ -181,6 +181,10 @@ void RunState::run_scan(StageState& s, sched::TaskEnv& env) {
     for (const auto& w : runner_.workers().workers)
       so.lanes += (so.runs_on & sched::bit(w.kind)) != 0;
     so.lanes = std::max(so.lanes, 1);
+    // On one lane the hierarchical scan is the sequential chain and then a
+    // second pass over it (2n - 3 combines for n - 1): run the chain.
+    if (so.lanes == 1 && so.strategy == sched::ScanStrategy::work_stealing)
+      so.strategy = sched::ScanStrategy::sequential;
     ScanCombine combine(*this, s);
     HelpingPool pool(runner_, env.worker());
     o.start_ns = runner_.trace().now();

@@ -142,6 +142,12 @@ TEST(ScanStage, TheReportSaysWhatEachScanDid) {
   ASSERT_EQ(ws.status, RunStatus::succeeded);
   EXPECT_EQ(ws.config["scans"][0]["strategy"], "work-stealing");
   EXPECT_EQ(ws.config["scans"][0]["lanes"].size(), 2u);
+
+  // One worker: work stealing would chain every element twice.
+  const auto one = test::run(scan_workflow("test.concat", 16, "auto", (dir / "o.txt").string()), workers(1));
+  ASSERT_EQ(one.status, RunStatus::succeeded);
+  EXPECT_EQ(one.config["scans"][0]["strategy"], "sequential");
+  EXPECT_EQ(one.config["scans"][0]["combines"], 15);
 }
 
 TEST(ScanStage, AFailingCombineFailsTheRunNamingTheStageAndElement) {
