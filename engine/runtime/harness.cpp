@@ -56,6 +56,50 @@ OperatorHarness::Emitted OperatorHarness::map_on(memory::Device& device, std::ve
   return out;
 }
 
+namespace {
+
+// ctx.item(port, key) over the harness's `others`.
+ItemLookup lookup_in(const OperatorHarness::Keyed& others, const OperatorSpec& spec) {
+  return [&others, &spec](std::size_t port, std::string_view key) -> const Item& {
+    for (const auto& [p, item] : others)
+      if (p == port && item.meta.key == key) return item;
+    throw Error("no item with key '" + std::string(key) + "' on input '" + spec.inputs.at(port).name + "'");
+  };
+}
+
+Item on_device(memory::Device& device, const Item& item) {
+  Item d{item.meta, item.value};
+  if (const auto* a = std::get_if<Array>(&item.value)) d.value = device.upload(*a);
+  return d;
+}
+
+}  // namespace
+
+Item OperatorHarness::combine(const Item& left, const Item& right, const Keyed& others) {
+  const auto& scan = static_cast<const Scan&>(*node_.op);
+  const Inputs in{right.meta.key, {&left, &right}};
+  ScanContextImpl ctx(node_, &in, log_, stop_, lookup_in(others, spec()));
+  if (auto quick = scan.shortcut(ctx, left, right)) return std::move(*quick);
+  return scan.combine(ctx, left, right);
+}
+
+Item OperatorHarness::combine_on(memory::Device& device, const Item& left, const Item& right, const Keyed& others) {
+  const auto gpu_of = node_.handle.factory().gpu_scan_variant;
+  if (!gpu_of) throw Error(spec().name + " has no GPU combine");
+  const auto& scan = static_cast<const Scan&>(*node_.op);
+  const Item a = on_device(device, left), b = on_device(device, right);
+  Keyed placed;
+  for (const auto& [port, item] : others) placed.emplace_back(port, on_device(device, item));
+  const Inputs in{right.meta.key, {&a, &b}};
+  GpuScanContextImpl ctx(node_, &in, log_, stop_, lookup_in(placed, spec()), device);
+  if (auto quick = scan.shortcut(ctx, a, b)) return std::move(*quick);
+  Item out = gpu_of(*node_.op)->combine_gpu(ctx, a, b);
+  device.synchronize();
+  if (auto* arr = std::get_if<Array>(&out.value); arr && arr->placement().residency == Residency::device)
+    out.value = device.download(*arr);
+  return out;
+}
+
 OperatorHarness::Emitted OperatorHarness::source(std::size_t limit) {
   SourceContextImpl ctx(node_, nullptr, log_, stop_);
   auto& src = static_cast<Source&>(*node_.op);

@@ -35,6 +35,15 @@ public:
   // (for comparing a GPU variant with its CPU twin). Throws flowd::Error if
   // the operator has no GPU variant.
   Emitted map_on(memory::Device& device, std::vector<Item> inputs);
+  // Scan: one combine of two operands, with shortcut() tried first as the
+  // engine does. `others` are the items the combine may read by key
+  // (ctx.item(port, key)): each with the index of its input port (>= 1).
+  using Keyed = std::vector<std::pair<std::size_t, Item>>;
+  Item combine(const Item& left, const Item& right, const Keyed& others = {});
+  // The same through the GPU combine on `device`: operands and others that
+  // are host arrays are uploaded, a device array result comes back to the
+  // host. Throws flowd::Error if the operator has no GPU combine.
+  Item combine_on(memory::Device& device, const Item& left, const Item& right, const Keyed& others = {});
   // Source: open() then next() until it returns false or `limit` calls.
   Emitted source(std::size_t limit = std::numeric_limits<std::size_t>::max());
   // What the source last announced with expect(), if anything.

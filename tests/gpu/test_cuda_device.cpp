@@ -88,6 +88,9 @@ TEST(GpuCudaDevice, AllocateGivesDeviceArraysFromThePool) {
     EXPECT_THROW(static_cast<void>(a.data<std::uint8_t>()), Error);  // no host access to device memory
     first = a.raw();
   }
+  // A freed device block is reused once the stream it may still be read on
+  // has been waited for (BlockPool::reclaim, PoolsReuseFreedBlocksBySizeClass).
+  dev->synchronize();
   const std::int64_t shape[] = {250};
   Array b = dev->allocate(DType::f32, shape);  // 1000 bytes: the same 1024-byte class
   EXPECT_EQ(b.raw(), first);

@@ -27,6 +27,16 @@ inline fs::path scratch() {
   return p;
 }
 
+// The message of what `f` throws; "" when it throws nothing.
+template <class F> std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
 inline Logger& quiet_log() {
   static Logger log(stderr, false, LogLevel::error);
   return log;

@@ -14,6 +14,10 @@ OperatorSpec Compose::spec() {
               {"frames", "array<u8|u16|f32,2>", "the frames, read by key by the combines"}};
   s.outputs = {{"deformation", "json", "{from, to, tx, ty, angle, ncc}: the motion from the first frame, keyed by frame"}};
   s.params = registration_params();
+  // The GPU variant against one CPU core inside the engine, 512² frames:
+  // 44x and 52x on a lent H200 (flowd calibrate and a CPU+GPU run,
+  // 2026-11-27, docs/benchmarks.md §12.3); seeds the performance model.
+  s.speedup_hint = 40;
   return s;
 }
 

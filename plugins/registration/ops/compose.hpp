@@ -10,11 +10,13 @@
 
 namespace flowd::registration {
 
-class Compose final : public Scan {
+class Compose : public Scan {  // not final: the GPU combine is added by registration
 public:
   static OperatorSpec spec();
   explicit Compose(const Params& params);
   Item combine(ScanContext& ctx, const Item& left, const Item& right) const override;
+  // gpu_variants.cpp: the frames in the GPU's memory, A's sums on the GPU.
+  Item combine_gpu(GpuScanContext& ctx, const Item& left, const Item& right) const;
   // An identity operand (from == to) gives the other one: no frame is read.
   std::optional<Item> shortcut(ScanContext& ctx, const Item& left, const Item& right) const override;
 

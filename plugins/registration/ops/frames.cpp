@@ -22,20 +22,25 @@ void copy_rows(const Array& a, Image& out) {
 
 }  // namespace
 
-Image frame_image(const Item& frame) {
+const Array& grey_frame(const Item& frame) {
   const auto* a = std::get_if<Array>(&frame.value);
   if (!a) throw Error(frame_label(frame.meta) + " is not an image");
   if (a->ndim() != 2)
     throw Error(frame_label(frame.meta) + " is " + a->describe() +
                 "; registration needs grey frames (rows x columns): read them with mode \"grey\"");
   if (a->shape(0) < 1 || a->shape(1) < 1) throw Error(frame_label(frame.meta) + " is empty");
-  Image out(static_cast<int>(a->shape(1)), static_cast<int>(a->shape(0)));
-  switch (a->dtype()) {
-    case DType::u8: copy_rows<std::uint8_t>(*a, out); break;
-    case DType::u16: copy_rows<std::uint16_t>(*a, out); break;
-    case DType::f32: copy_rows<float>(*a, out); break;
-    default:
-      throw Error(frame_label(frame.meta) + " is " + a->describe() + "; registration reads u8, u16 and f32 frames");
+  if (a->dtype() != DType::u8 && a->dtype() != DType::u16 && a->dtype() != DType::f32)
+    throw Error(frame_label(frame.meta) + " is " + a->describe() + "; registration reads u8, u16 and f32 frames");
+  return *a;
+}
+
+Image frame_image(const Item& frame) {
+  const Array& a = grey_frame(frame);
+  Image out(static_cast<int>(a.shape(1)), static_cast<int>(a.shape(0)));
+  switch (a.dtype()) {
+    case DType::u8: copy_rows<std::uint8_t>(a, out); break;
+    case DType::u16: copy_rows<std::uint16_t>(a, out); break;
+    default: copy_rows<float>(a, out); break;  // f32: grey_frame() refused the rest
   }
   return out;
 }

@@ -14,8 +14,11 @@ namespace flowd::registration {
 // the item's attrs do not say it.
 std::string frame_label(const ItemMeta& meta);
 
-// A grey 2-D frame (u8, u16 or f32) as floats. Throws flowd::Error naming the
-// frame for anything else (colour, other element types, empty).
+// The frame's array when it is a grey 2-D frame (u8, u16 or f32, not empty);
+// else flowd::Error naming the frame (colour, other element types, empty).
+const Array& grey_frame(const Item& frame);
+
+// A grey 2-D frame as floats (grey_frame()'s checks).
 Image frame_image(const Item& frame);
 
 // Throws flowd::Error naming both frames when their sizes differ.

@@ -38,20 +38,26 @@ KeyedStep step_of(const Item& item) {
   return s;
 }
 
-Item compose_items(const Item& left, const Item& right, const FrameByKey& frame, const OperatorOptions& options) {
+Item compose_steps(const Item& left, const Item& right, const RegisterKeys& registration) {
   const KeyedStep a = step_of(left), b = step_of(right);
   if (a.is_identity()) return right;
   if (b.is_identity()) return left;
   if (a.to != b.from)
     throw Error("cannot compose the motion from '" + a.from + "' to '" + a.to + "' with the one from '" + b.from +
                 "' to '" + b.to + "': the inner frames differ");
-  const Item& fi = frame(a.from);
-  const Item& fk = frame(b.to);
-  const Image ii = frame_image(fi), ik = frame_image(fk);
-  check_same_size(fi.meta, ii, fk.meta, ik);
-  const Pyramid pi(ii.view(), options.pyramid), pk(ik.view(), options.pyramid);
-  const Result r = register_pair(pi, pk, then(a.phi, b.phi), options.options);
+  const Result r = registration(a.from, b.to, then(a.phi, b.phi));
   return step_item({a.from, b.to, r.phi, r.ncc});
+}
+
+Item compose_items(const Item& left, const Item& right, const FrameByKey& frame, const OperatorOptions& options) {
+  return compose_steps(left, right, [&](const std::string& from, const std::string& to, const Rigid& initial) {
+    const Item& fi = frame(from);
+    const Item& fk = frame(to);
+    const Image ii = frame_image(fi), ik = frame_image(fk);
+    check_same_size(fi.meta, ii, fk.meta, ik);
+    const Pyramid pi(ii.view(), options.pyramid), pk(ik.view(), options.pyramid);
+    return register_pair(pi, pk, initial, options.options);
+  });
 }
 
 }  // namespace flowd::registration

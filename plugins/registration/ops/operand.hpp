@@ -31,9 +31,16 @@ KeyedStep step_of(const Item& item);
 // The frame behind a key; throws flowd::Error when there is none.
 using FrameByKey = std::function<const Item&(const std::string& key)>;
 
+// A(f_from, f_to, initial): the registration behind a compose, on the CPU or
+// the GPU; throws flowd::Error when the frames differ in size.
+using RegisterKeys = std::function<Result(const std::string& from, const std::string& to, const Rigid& initial)>;
+
 // compose((i,j,phi_ij), (j,k,phi_jk)) = (i, k, A(f_i, f_k, phi_jk o phi_ij));
-// an identity operand returns the other one without reading any frame.
-// Throws flowd::Error when the inner keys differ or the frames differ in size.
+// an identity operand returns the other one without registering. Throws
+// flowd::Error when the inner keys differ.
+Item compose_steps(const Item& left, const Item& right, const RegisterKeys& registration);
+
+// compose_steps with A on the CPU, frames read by key.
 Item compose_items(const Item& left, const Item& right, const FrameByKey& frame, const OperatorOptions& options);
 
 }  // namespace flowd::registration

@@ -1,6 +1,9 @@
 #include <algorithm>
+#include <cstdint>
 #include <cuda_runtime.h>
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "cuda/device_scope.cuh"
 #include "kernels.hpp"
@@ -189,36 +192,42 @@ void launched(const char* what) { check(cudaGetLastError(), what); }
 
 struct DevicePyramid::Impl {
   int width = 0, height = 0;
+  int device = 0;
+  cudaStream_t stream = nullptr;  // what the pyramid was built on; its sums run there too
   std::vector<DevPlane> image, gx, gy;
 };
 
 int device_count(std::string* why) { return flowd::cuda::device_count(why); }
 
-DevicePyramid::DevicePyramid(const ImageView& frame, const PyramidOptions& options) : impl_(std::make_unique<Impl>()) {
-  Impl& m = *impl_;
-  m.width = frame.width;
-  m.height = frame.height;
-  const int n = Pyramid::level_count(frame.width, frame.height, options);
-  // Level 0: the frame uploaded row by row (its stride may differ), smoothed.
-  DevPlane raw = make_plane(frame.width, frame.height);
-  check(cudaMemcpy2D(raw.data.get(), sizeof(float) * static_cast<std::size_t>(frame.width), frame.data,
-                     sizeof(float) * static_cast<std::size_t>(frame.stride),
-                     sizeof(float) * static_cast<std::size_t>(frame.width), static_cast<std::size_t>(frame.height),
-                     cudaMemcpyHostToDevice),
-        "uploading a frame");
+namespace {
+
+// The frame as contiguous floats, as frame_image() converts on the host.
+template <class T>
+__global__ void to_float(const T* in, std::ptrdiff_t stride, float* out, int w, int h) {
+  const int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;
+  if (x >= w || y >= h) return;
+  out[static_cast<std::ptrdiff_t>(y) * w + x] = static_cast<float>(in[static_cast<std::ptrdiff_t>(y) * stride + x]);
+}
+
+// Level 0 (smoothed when options.smooth > 0), the levels below and every
+// level's gradients, from the frame as floats; all on `stream`.
+void build(DevicePyramid::Impl& m, DevPlane raw, const PyramidOptions& options) {
+  const cudaStream_t st = m.stream;
+  const int n = Pyramid::level_count(m.width, m.height, options);
   if (options.smooth > 0.0) {
     const std::vector<float> taps = gaussian_taps(options.smooth);
     Buffer<float> dtaps(taps.size());
-    check(cudaMemcpy(dtaps.get(), taps.data(), taps.size() * sizeof(float), cudaMemcpyHostToDevice), "uploading taps");
+    check(cudaMemcpyAsync(dtaps.get(), taps.data(), taps.size() * sizeof(float), cudaMemcpyHostToDevice, st),
+          "uploading taps");
     const int k = static_cast<int>(taps.size()), centre = k / 2;
-    DevPlane tmp = make_plane(frame.width, frame.height), out = make_plane(frame.width, frame.height);
-    blur_rows<<<grid_for(frame.width, frame.height), block2d>>>(raw.data.get(), tmp.data.get(), frame.width,
-                                                                frame.height, dtaps.get(), k, centre);
+    DevPlane tmp = make_plane(m.width, m.height), out = make_plane(m.width, m.height);
+    blur_rows<<<grid_for(m.width, m.height), block2d, 0, st>>>(raw.data.get(), tmp.data.get(), m.width, m.height,
+                                                               dtaps.get(), k, centre);
     launched("blur_rows");
-    blur_cols<<<grid_for(frame.width, frame.height), block2d>>>(tmp.data.get(), out.data.get(), frame.width,
-                                                                frame.height, dtaps.get(), k, centre);
+    blur_cols<<<grid_for(m.width, m.height), block2d, 0, st>>>(tmp.data.get(), out.data.get(), m.width, m.height,
+                                                               dtaps.get(), k, centre);
     launched("blur_cols");
-    check(cudaDeviceSynchronize(), "smoothing");
+    // The temporaries are freed on return: cudaFree waits for the device.
     m.image.push_back(std::move(out));
   } else {
     m.image.push_back(std::move(raw));
@@ -227,21 +236,71 @@ DevicePyramid::DevicePyramid(const ImageView& frame, const PyramidOptions& optio
     const DevPlane& prev = m.image.back();
     const int w = prev.w / 2, h = prev.h / 2;
     DevPlane half = make_plane(w, prev.h), out = make_plane(w, h);
-    down_rows<<<grid_for(w, prev.h), block2d>>>(prev.data.get(), half.data.get(), prev.w, prev.h, w);
+    down_rows<<<grid_for(w, prev.h), block2d, 0, st>>>(prev.data.get(), half.data.get(), prev.w, prev.h, w);
     launched("down_rows");
-    down_cols<<<grid_for(w, h), block2d>>>(half.data.get(), out.data.get(), w, prev.h, h);
+    down_cols<<<grid_for(w, h), block2d, 0, st>>>(half.data.get(), out.data.get(), w, prev.h, h);
     launched("down_cols");
-    check(cudaDeviceSynchronize(), "the pyramid");
     m.image.push_back(std::move(out));
   }
   for (const DevPlane& p : m.image) {
     DevPlane gx = make_plane(p.w, p.h), gy = make_plane(p.w, p.h);
-    gradient_kernel<<<grid_for(p.w, p.h), block2d>>>(p.data.get(), gx.data.get(), gy.data.get(), p.w, p.h);
+    gradient_kernel<<<grid_for(p.w, p.h), block2d, 0, st>>>(p.data.get(), gx.data.get(), gy.data.get(), p.w, p.h);
     launched("gradient");
     m.gx.push_back(std::move(gx));
     m.gy.push_back(std::move(gy));
   }
-  check(cudaDeviceSynchronize(), "the gradients");
+}
+
+}  // namespace
+
+DevicePyramid::DevicePyramid(const ImageView& frame, const PyramidOptions& options, void* stream)
+    : impl_(std::make_unique<Impl>()) {
+  Impl& m = *impl_;
+  m.width = frame.width;
+  m.height = frame.height;
+  m.stream = static_cast<cudaStream_t>(stream);
+  check(cudaGetDevice(&m.device), "cudaGetDevice");
+  // Uploaded row by row (its stride may differ); waited for before the host
+  // frame may go away.
+  DevPlane raw = make_plane(frame.width, frame.height);
+  check(cudaMemcpy2DAsync(raw.data.get(), sizeof(float) * static_cast<std::size_t>(frame.width), frame.data,
+                          sizeof(float) * static_cast<std::size_t>(frame.stride),
+                          sizeof(float) * static_cast<std::size_t>(frame.width),
+                          static_cast<std::size_t>(frame.height), cudaMemcpyHostToDevice, m.stream),
+        "uploading a frame");
+  check(cudaStreamSynchronize(m.stream), "uploading a frame");
+  build(m, std::move(raw), options);
+}
+
+DevicePyramid::DevicePyramid(const DeviceFrame& frame, const PyramidOptions& options, void* stream)
+    : impl_(std::make_unique<Impl>()) {
+  if (frame.width < 1 || frame.height < 1 || frame.stride < frame.width)
+    throw std::invalid_argument("device frame " + std::to_string(frame.width) + "x" + std::to_string(frame.height) +
+                                " with row stride " + std::to_string(frame.stride));
+  Impl& m = *impl_;
+  m.width = frame.width;
+  m.height = frame.height;
+  m.device = frame.device;
+  m.stream = static_cast<cudaStream_t>(stream);
+  const flowd::cuda::DeviceScope on(m.device, who);
+  DevPlane raw = make_plane(frame.width, frame.height);
+  const dim3 grid = grid_for(frame.width, frame.height);
+  switch (frame.pixel) {
+    case DeviceFrame::Pixel::u8:
+      to_float<<<grid, block2d, 0, m.stream>>>(static_cast<const std::uint8_t*>(frame.data), frame.stride,
+                                               raw.data.get(), frame.width, frame.height);
+      break;
+    case DeviceFrame::Pixel::u16:
+      to_float<<<grid, block2d, 0, m.stream>>>(static_cast<const std::uint16_t*>(frame.data), frame.stride,
+                                               raw.data.get(), frame.width, frame.height);
+      break;
+    case DeviceFrame::Pixel::f32:
+      to_float<<<grid, block2d, 0, m.stream>>>(static_cast<const float*>(frame.data), frame.stride, raw.data.get(),
+                                               frame.width, frame.height);
+      break;
+  }
+  launched("to_float");
+  build(m, std::move(raw), options);
 }
 
 DevicePyramid::~DevicePyramid() = default;
@@ -253,39 +312,65 @@ int DevicePyramid::width() const noexcept { return impl_->width; }
 int DevicePyramid::height() const noexcept { return impl_->height; }
 
 Image DevicePyramid::download(int level, Plane plane) const {
+  const flowd::cuda::DeviceScope on(impl_->device, who);
   const auto l = static_cast<std::size_t>(level);
   const auto& src = plane == Plane::image ? impl_->image.at(l) : plane == Plane::gx ? impl_->gx.at(l) : impl_->gy.at(l);
   Image out(src.w, src.h);
-  check(cudaMemcpy(out.data(), src.data.get(), sizeof(float) * src.data.size(), cudaMemcpyDeviceToHost), "download");
+  check(cudaMemcpyAsync(out.data(), src.data.get(), sizeof(float) * src.data.size(), cudaMemcpyDeviceToHost,
+                        impl_->stream),
+        "download");
+  check(cudaStreamSynchronize(impl_->stream), "download");
   return out;
 }
 
+namespace {
+
+// The per-block partial sums of sums_kernel, reused across the calls of one
+// registration (an allocation per call would cost a device-wide wait).
+class Partials {
+public:
+  Partials() : device_(static_cast<std::size_t>(sums_blocks) * n_sums), host_(device_.size()) {}
+
+  NccSums sums(const DevicePyramid& reference, const DevicePyramid& tmpl, int level, const WarpParams& p,
+               bool with_jacobian) {
+    const auto l = static_cast<std::size_t>(level);
+    const auto& r = reference.impl().image.at(l);
+    const auto& t = tmpl.impl().image.at(l);
+    const cudaStream_t st = reference.impl().stream;
+    const flowd::cuda::DeviceScope on(reference.impl().device, who);
+    sums_kernel<<<sums_blocks, sums_threads, 0, st>>>(
+        r.data.get(), r.w, r.h, t.data.get(), tmpl.impl().gx.at(l).data.get(), tmpl.impl().gy.at(l).data.get(), t.w,
+        t.h, WarpArgs{p.cos_a, p.sin_a, p.cx, p.cy, p.tx, p.ty}, with_jacobian, device_.get());
+    launched("ncc_sums");
+    check(cudaMemcpyAsync(host_.data(), device_.get(), host_.size() * sizeof(double), cudaMemcpyDeviceToHost, st),
+          "ncc_sums");
+    check(cudaStreamSynchronize(st), "ncc_sums");
+    double s[n_sums] = {};
+    for (int b = 0; b < sums_blocks; ++b)
+      for (int k = 0; k < n_sums; ++k)
+        s[k] += host_[static_cast<std::size_t>(b) * n_sums + static_cast<std::size_t>(k)];
+    NccSums out;
+    out.n = s[0], out.r = s[1], out.rr = s[2], out.w = s[3], out.ww = s[4], out.rw = s[5];
+    for (int k = 0; k < 3; ++k) {
+      out.j[k] = s[6 + k];
+      out.jw[k] = s[9 + k];
+      out.jr[k] = s[12 + k];
+    }
+    for (int k = 0; k < 6; ++k)
+      out.jj[k] = s[15 + k];
+    return out;
+  }
+
+private:
+  Buffer<double> device_;
+  std::vector<double> host_;
+};
+
+}  // namespace
+
 NccSums ncc_sums(const DevicePyramid& reference, const DevicePyramid& tmpl, int level, const WarpParams& p,
                  bool with_jacobian) {
-  const auto l = static_cast<std::size_t>(level);
-  const auto& r = reference.impl().image.at(l);
-  const auto& t = tmpl.impl().image.at(l);
-  Buffer<double> partials(static_cast<std::size_t>(sums_blocks) * n_sums);
-  sums_kernel<<<sums_blocks, sums_threads>>>(
-      r.data.get(), r.w, r.h, t.data.get(), tmpl.impl().gx.at(l).data.get(), tmpl.impl().gy.at(l).data.get(), t.w, t.h,
-      WarpArgs{p.cos_a, p.sin_a, p.cx, p.cy, p.tx, p.ty}, with_jacobian, partials.get());
-  launched("ncc_sums");
-  std::vector<double> host(partials.size());
-  check(cudaMemcpy(host.data(), partials.get(), host.size() * sizeof(double), cudaMemcpyDeviceToHost), "ncc_sums");
-  double s[n_sums] = {};
-  for (int b = 0; b < sums_blocks; ++b)
-    for (int k = 0; k < n_sums; ++k)
-      s[k] += host[static_cast<std::size_t>(b) * n_sums + static_cast<std::size_t>(k)];
-  NccSums out;
-  out.n = s[0], out.r = s[1], out.rr = s[2], out.w = s[3], out.ww = s[4], out.rw = s[5];
-  for (int k = 0; k < 3; ++k) {
-    out.j[k] = s[6 + k];
-    out.jw[k] = s[9 + k];
-    out.jr[k] = s[12 + k];
-  }
-  for (int k = 0; k < 6; ++k)
-    out.jj[k] = s[15 + k];
-  return out;
+  return Partials().sums(reference, tmpl, level, p, with_jacobian);
 }
 
 namespace {
@@ -301,10 +386,11 @@ public:
     return p.w * p.h;
   }
   NccSums sums(int level, const WarpParams& p, bool with_jacobian) const override {
-    return ncc_sums(ref_, tmpl_, level, p, with_jacobian);
+    return partials_.sums(ref_, tmpl_, level, p, with_jacobian);
   }
 
 private:
+  mutable Partials partials_;
   const DevicePyramid& ref_;
   const DevicePyramid& tmpl_;
 };
@@ -317,6 +403,7 @@ Result register_pair(const DevicePyramid& reference, const DevicePyramid& tmpl, 
     throw std::invalid_argument("frames of different sizes: " + std::to_string(reference.width()) + "x" +
                                 std::to_string(reference.height()) + " and " + std::to_string(tmpl.width()) + "x" +
                                 std::to_string(tmpl.height()));
+  const flowd::cuda::DeviceScope on(reference.impl().device, who);
   return optimise(GpuPair(reference, tmpl), initial, options);
 }
 

@@ -1,0 +1,218 @@
+#!/usr/bin/env bash
+# Runs on a lent GPU machine (the device tool's `run`), in the repository root,
+# with the bundle of tools/gpu/pack.py carried in .device/: every GPU test,
+# compute-sanitizer's memcheck over the GPU twins, the twin benchmark, and the
+# nuclei and registration jobs CPU-only and with the GPU, outputs compared.
+# Logs go to /tmp/dc and come back as $OUT/device-check.tar.gz; a summary is
+# printed last. Each step has its own time limit so the script always ends
+# (and packs its logs) inside the call's limit.
+#
+#   tools/gpu/device-check.sh [tests] [sanitizer] [bench] [nuclei] [registration] [timing]
+#   (default: all but timing)
+set -u -o pipefail
+steps=${*:-tests sanitizer bench nuclei registration}
+out=${OUT:-/tmp/out}
+logs=/tmp/dc
+rm -rf "$logs" && mkdir -p "$logs" "$out"
+summary=$out/summary.txt  # straight into $OUT: it comes back even if the call is cut off
+say() { echo "$*" | tee -a "$summary"; }
+pack_logs() { cp "$summary" "$logs/" 2>/dev/null; tar -czf "$out/device-check.tar.gz" -C /tmp dc 2>/dev/null; }
+trap pack_logs EXIT
+
+# The build's paths are absolute (/work/main/build-gpu/...): recreate them.
+root=$(pwd -P)
+if [[ $root != /work/main ]]; then
+  if [[ -e /work/main ]]; then say "device-check: /work/main exists and is not this checkout"; exit 2; fi
+  mkdir -p /work && ln -s "$root" /work/main
+fi
+cd /work/main
+t0=$(date +%s)
+tar -xJf .device/bundle.tar.xz 2>/dev/null ||
+  python3 -c 'import tarfile; tarfile.open(".device/bundle.tar.xz").extractall()' ||
+  { say "device-check: cannot unpack .device/bundle.tar.xz"; exit 2; }
+# Only flowd's programs see the bundled libraries (the stand-ins would break
+# the machine's own tools): `ours CMD...`.
+ours() { LD_LIBRARY_PATH=/work/main/.device-lib "$@"; }
+bin=/work/main/build-gpu/bin
+say "unpacked in $(( $(date +%s) - t0 )) s"
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv,noheader | tee -a "$summary"
+say "cpu: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"
+
+# Missing libraries show here before any test reports a confusing failure.
+for f in "$bin"/flowd "$bin"/test_* build-gpu/lib/flowd/plugins/*.so; do
+  [[ -f $f ]] || continue
+  miss=$(ours ldd "$f" 2>/dev/null | grep "not found")
+  [[ -z $miss ]] || say "MISSING for $f: $miss"
+done
+
+# executable:filter (the GPU tests of test_nuclei_ops; everything of the others)
+# executable:filter (the GPU tests of test_nuclei_ops; everything of the others)
+gpu_tests=(test_gpu:* test_nuclei_gpu:* test_nuclei_features:* test_registration_gpu:* test_nuclei_ops:NucleiGpuOps.*)
+
+# compute-sanitizer's memcheck over the twin tests runs in the background,
+# beside the plain tests (both only check results; nothing is timed yet).
+if [[ " $steps " == *" sanitizer "* ]]; then
+  cs=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
+  if [[ -z $cs ]]; then say "sanitizer: compute-sanitizer not found"; else
+    for spec in "test_nuclei_gpu:-NucleiGpu.ReconstructU8" "test_registration_gpu:*" "test_nuclei_features:NucleiFeaturesGpu.*" \
+                "test_gpu:GaussianGpu.*:GpuCudaDevice.*:RegistrationVariantsGpu.*"; do
+      t=${spec%%:*} filter=${spec#*:}
+      ( ours timeout 120 "$cs" --tool memcheck --leak-check full --error-exitcode 9 "$bin/$t" --gtest_filter="$filter" \
+          >"$logs/memcheck-$t.log" 2>&1
+        echo "memcheck $t ($filter): rc=$? $(grep -m1 'ERROR SUMMARY' "$logs/memcheck-$t.log")" >"$logs/memcheck-$t.rc" ) &
+    done
+  fi
+fi
+
+if [[ " $steps " == *" tests "* ]]; then
+  for spec in "${gpu_tests[@]}"; do
+    t=${spec%%:*} filter=${spec#*:}
+    [[ -x $bin/$t ]] || { say "test $t: not built"; continue; }
+    s=$(date +%s%N)
+    ours timeout 150 "$bin/$t" --gtest_filter="$filter" --gtest_output="xml:$logs/$t.xml" >"$logs/$t.log" 2>&1
+    rc=$?
+    say "test $t ($filter): rc=$rc, $(( ($(date +%s%N) - s) / 1000000 )) ms: $(grep -E '^\[  (PASSED|FAILED|SKIPPED) +\] [0-9]+ tests?' "$logs/$t.log" | tr -s ' ' | tr '\n' ' ')"
+    grep -E '^\[  (FAILED|SKIPPED) +\] [A-Za-z0-9_/.]+$' "$logs/$t.log" | sort -u | head -20 | tee -a "$summary"
+  done
+fi
+wait  # the sanitizer runs (each bounded by its timeout)
+cat "$logs"/memcheck-*.rc 2>/dev/null | tee -a "$summary"
+
+if [[ " $steps " == *" bench "* ]]; then
+  for run in 1152:7 2304:3; do
+    size=${run%%:*}
+    ours timeout 150 "$bin/flowd-bench-gpu-twins" --size "$size" --repeat "${run#*:}" >"$logs/bench-$size.txt" 2>&1
+    say "bench $size: rc=$?"
+    grep -v '^csv,' "$logs/bench-$size.txt" | tee -a "$summary"
+  done
+fi
+
+if [[ " $steps " == *" nuclei "* ]]; then
+  export FLOWD_CACHE_DIR=$logs/cache
+  for cfg in "cpu:--gpu none" "hetero:--gpu 1" "gpu:--gpu 1 --cpu 2"; do
+    name=${cfg%%:*} opts=${cfg#*:}
+    s=$(date +%s%N)
+    # shellcheck disable=SC2086
+    ours timeout 120 "$bin/flowd" run workflows/nuclei.json --set output=/tmp/nuclei-$name $opts \
+      --perf-model "$logs/perf-$name.json" --report "$logs/report-$name.html" --trace "$logs/trace-$name.json" \
+      >"$logs/nuclei-$name.log" 2>&1
+    rc=$?
+    say "nuclei $name ($opts): rc=$rc $(( ($(date +%s%N) - s) / 1000000 )) ms"
+    tail -3 "$logs/nuclei-$name.log" | tee -a "$summary"
+  done
+  for name in hetero gpu; do
+    for f in /tmp/nuclei-cpu/labels/*.png; do
+      cmp -s "$f" "/tmp/nuclei-$name/labels/$(basename "$f")" && r=same || r=DIFFERENT
+      say "labels $(basename "$f") cpu vs $name: $r"
+    done
+  done
+  python3 - <<'PY' 2>&1 | tee -a "$summary"
+# features.h5: one dataset per column under /nuclei; rows in completion order,
+# so both runs are sorted by (item_key, label) before comparing.
+import h5py, numpy as np
+def load(n):
+    with h5py.File(f"/tmp/nuclei-{n}/features.h5") as f:
+        g = f["nuclei"]
+        cols = {k: g[k][()] for k in g}
+    order = np.lexsort((cols["label"], cols["item_key"]))
+    return {k: v[order] for k, v in cols.items()}
+a = load("cpu")
+for n in ("hetero", "gpu"):
+    b = load(n)
+    rows = len(a["label"])
+    if len(b["label"]) != rows or not (a["item_key"] == b["item_key"]).all() or not (a["label"] == b["label"]).all():
+        print(f"features cpu vs {n}: different nuclei ({rows} vs {len(b['label'])} rows)"); continue
+    worst, where = 0.0, ""
+    for k, x in a.items():
+        if x.dtype.kind not in "iuf": continue
+        x, y = x.astype(np.float64), b[k].astype(np.float64)
+        d = np.abs(x - y)
+        rel = np.where(d <= 1e-9, 0.0, d / np.maximum(np.maximum(np.abs(x), np.abs(y)), 1e-300))
+        if rel.size and np.nanmax(rel) > worst: worst, where = float(np.nanmax(rel)), k
+    print(f"features cpu vs {n}: {rows} rows, worst relative difference {worst:.3g} ({where or 'none'})")
+PY
+  # Every operator on every variant (flowd calibrate), then what the model learnt.
+  ours timeout 150 "$bin/flowd" calibrate workflows/nuclei.json --gpu 1 --perf-model "$logs/perf-calibrate.json" \
+    >"$logs/calibrate.log" 2>&1
+  say "calibrate: rc=$?"
+  ours "$bin/flowd" perf --perf-model "$logs/perf-calibrate.json" >"$logs/perf-calibrate.txt" 2>&1
+  say "--- flowd perf after calibrate:"
+  head -60 "$logs/perf-calibrate.txt" | tee -a "$summary"
+fi
+if [[ " $steps " == *" registration "* ]]; then
+  export FLOWD_CACHE_DIR=$logs/cache
+  for cfg in "cpu:--gpu none" "hetero:--gpu 1" "gpu:--gpu 1 --cpu 2"; do
+    name=${cfg%%:*} opts=${cfg#*:}
+    s=$(date +%s%N)
+    # shellcheck disable=SC2086
+    ours timeout 120 "$bin/flowd" run workflows/registration.json --set output=/tmp/reg-$name --set strategy=sequential $opts \
+      --perf-model "$logs/perf-reg-$name.json" --report "$logs/report-reg-$name.html" \
+      >"$logs/registration-$name.log" 2>&1
+    rc=$?
+    say "registration $name ($opts): rc=$rc $(( ($(date +%s%N) - s) / 1000000 )) ms"
+    tail -2 "$logs/registration-$name.log" | tee -a "$summary"
+  done
+  python3 - <<'PY' 2>&1 | tee -a "$summary"
+import csv, math
+def rows(n):
+    with open(f"/tmp/reg-{n}/deformations.csv") as f:
+        return {r["frame"]: r for r in csv.DictReader(f)}
+a = rows("cpu")
+for n in ("hetero", "gpu"):
+    b = rows(n)
+    worst = 0.0
+    for k, r in a.items():
+        s = b[k]
+        # corner displacement of the difference, 512x512 frames: |dt| + |dangle| * half diagonal
+        d = math.hypot(float(r["tx"]) - float(s["tx"]), float(r["ty"]) - float(s["ty"])) + \
+            abs(math.radians(float(r["angle"]) - float(s["angle"]))) * 362.0
+        worst = max(worst, d)
+    print(f"deformations cpu vs {n}: {len(a)} frames, worst difference at a corner <= {worst:.2e} px")
+PY
+  ours "$bin/flowd" perf --perf-model "$logs/perf-reg-hetero.json" >"$logs/perf-reg-hetero.txt" 2>&1
+  say "--- flowd perf after the registration hetero run:"
+  head -20 "$logs/perf-reg-hetero.txt" | tee -a "$summary"
+fi
+# Whole jobs timed: CPU-only against CPU+GPU, 16 and 2 CPU workers, the
+# performance model calibrated once and copied for every run, configurations
+# interleaved, three rounds; medians printed.
+if [[ " $steps " == *" timing "* ]]; then
+  export FLOWD_CACHE_DIR=$logs/cache
+  for wf in nuclei registration; do
+    ours timeout 150 "$bin/flowd" calibrate workflows/$wf.json --gpu 1 --perf-model "$logs/perf-timing.json" \
+      >>"$logs/timing-calibrate.log" 2>&1 || say "calibrate $wf: rc=$?"
+  done
+  configs=("nuclei-cpu16:nuclei:--gpu none" "nuclei-cpu16+gpu:nuclei:--gpu 1" "nuclei-cpu2:nuclei:--gpu none --cpu 2"
+           "nuclei-cpu2+gpu:nuclei:--gpu 1 --cpu 2" "registration-cpu16:registration:--gpu none"
+           "registration-cpu16+gpu:registration:--gpu 1" "registration-cpu2:registration:--gpu none --cpu 2"
+           "registration-cpu2+gpu:registration:--gpu 1 --cpu 2")
+  for round in 1 2 3; do
+    for cfg in "${configs[@]}"; do
+      name=${cfg%%:*} rest=${cfg#*:}
+      wf=${rest%%:*} opts=${rest#*:}
+      cp "$logs/perf-timing.json" /tmp/perf-run.json
+      s=$(date +%s%N)
+      # shellcheck disable=SC2086
+      ours timeout 90 "$bin/flowd" run workflows/$wf.json --set output=/tmp/timing-$name $opts \
+        --perf-model /tmp/perf-run.json --no-progress >"$logs/timing-$name-$round.log" 2>&1
+      rc=$?
+      echo "$name $round $rc $(( ($(date +%s%N) - s) / 1000000 ))" | tee -a "$logs/timing.txt"
+    done
+  done
+  python3 - "$logs/timing.txt" <<'PY' 2>&1 | tee -a "$summary"
+import sys, statistics, collections
+runs = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    name, rnd, rc, ms = line.split()
+    runs[name].append(int(ms) if rc == "0" else None)
+print("job configuration            median s   runs (s)")
+for name, ms in runs.items():
+    ok = [m for m in ms if m is not None]
+    med = statistics.median(ok) / 1e3 if ok else float("nan")
+    print(f"{name:28s} {med:8.2f}   " + " ".join("fail" if m is None else f"{m / 1e3:.2f}" for m in ms))
+PY
+  ours "$bin/flowd" perf --perf-model "$logs/perf-timing.json" >"$logs/perf-timing.txt" 2>&1
+  say "--- flowd perf after calibrating both jobs:"
+  cat "$logs/perf-timing.txt" | tee -a "$summary"
+fi
+say "device-check: done in $(( $(date +%s) - t0 )) s"
