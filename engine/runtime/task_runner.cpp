@@ -155,14 +155,15 @@ Inputs TaskRunner::place(const Tuple& t, int w, std::vector<Item>& scratch, doub
       continue;
     }
     // Held by another node of a cluster run: pulled here, and checked as
-    // items made here are checked when they are routed.
-    if (w != memory::host)
-      throw Error("item '" + c.item.meta.key + "' is held by " + c.remote->holder() +
-                  " and cannot be placed on a GPU of the coordinator");
-    scratch[p] = c.remote->fetch();
+    // items made here are checked when they are routed; then moved to the
+    // worker's GPU like an item of this process (a scan's combine on a GPU
+    // lane reads operands other nodes made).
+    Carried fetched{c.remote->fetch(), {}};
     if (consumer)
-      if (auto why = input_mismatch(consumer->spec().inputs[p], scratch[p].value, c.remote->holder()))
+      if (auto why = input_mismatch(consumer->spec().inputs[p], fetched.item.value, c.remote->holder()))
         throw ItemError(c.item.meta.key, *why);
+    const Item& placed = transfers_->to(fetched, w, scratch[p], &moved);
+    if (&placed != &scratch[p]) scratch[p] = placed;  // `fetched` ends here; its arrays are shared
     in.items[p] = &scratch[p];
   }
   return in;

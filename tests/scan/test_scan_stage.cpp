@@ -3,6 +3,7 @@
 // GPUs; a combine reads other items by key; one element and none; errors name
 // the stage; maps fed consecutive pairs of a series in natural key order.
 #include <array>
+#include <fstream>
 
 #include <gtest/gtest.h>
 
@@ -100,6 +101,19 @@ TEST(ScanStage, OneWorkerAndSimulatedGpusGiveTheSameResult) {
       ASSERT_EQ(r.status, RunStatus::succeeded) << (r.failures.empty() ? r.error : r.failures[0].describe());
       EXPECT_EQ(test::lines(out), expected("test.matmul2", 40));
     }
+}
+
+// A cluster run: the elements are made by worker processes and the scan's
+// lanes include the coordinator's (simulated) GPU, whose combines must place
+// operands other nodes hold (failed before: "cannot be placed on a GPU of the
+// coordinator").
+TEST(ScanStage, AClusterRunScansItemsOtherNodesMadeOnEveryLane) {
+  const auto dir = test::scratch();
+  std::ofstream(dir / "wf.json") << scan_workflow("test.matmul2", 24, "work-stealing", (dir / "out.txt").string());
+  const auto r = test::flowd_cmd(dir, {"wf.json", "--workers", "2", "--worker-cpus", "1", "--cpu", "2", "--gpu",
+                                       "sim:1", "--no-progress", "--no-perf-model"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(test::lines(dir / "out.txt"), expected("test.matmul2", 24));
 }
 
 TEST(ScanStage, TheIdentityShortcutGivesTheSameResult) {

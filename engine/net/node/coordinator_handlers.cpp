@@ -18,6 +18,21 @@ constexpr std::uint64_t max_credit = 1u << 20;
 // so an idle node does not spin on busy victims.
 constexpr auto steal_backoff = std::chrono::milliseconds(100);
 
+// A task's inputs as its outputs' lineage keeps them: the items, for a
+// re-run, without their source credits. An output held without credits (by a
+// scan or a consecutive-pairs stage until its series is complete) must not
+// hold the source window through its lineage: that stalled every cluster run
+// of a scan over more items than the window (2026-11-27).
+std::vector<runtime::CarriedPtr> without_credits(const std::vector<runtime::CarriedPtr>& inputs) {
+  std::vector<runtime::CarriedPtr> out;
+  out.reserve(inputs.size());
+  for (const auto& c : inputs)
+    out.push_back(!c || c->credits.empty()
+                      ? c
+                      : std::make_shared<const runtime::Carried>(runtime::Carried{c->item, {}, c->where, c->remote}));
+  return out;
+}
+
 }  // namespace
 
 void Coordinator::Loop::on_message(std::vector<zmq::message_t>& frames, Turn& t) {
@@ -205,10 +220,11 @@ void Coordinator::Loop::on_done(WorkerState& w, const wire::TaskDone& d, Turn& t
   r.seconds = d.seconds;
   // The items keep the core alive as their host, past the Coordinator.
   const auto host = std::static_pointer_cast<ItemHost>(core.shared_from_this());
+  const auto lineage_inputs = without_credits(job->inputs);
   for (std::uint32_t i = 0; i < d.outputs.size(); ++i) {
     const auto& o = d.outputs[i];
     auto item = std::make_shared<const ClusterItem>(host, ItemLocation{w.view.id, w.label(), o.ref.id, o.ref.bytes, {}},
-                                                    Lineage{job->stage, job->key, job->inputs, i});
+                                                    Lineage{job->stage, job->key, lineage_inputs, i});
     r.outputs.push_back(runtime::RemoteOutput{o.port, o.meta, std::move(item)});
   }
   core.forget(job, t);
