@@ -41,6 +41,34 @@ TEST(Array, CopiesShareSlicesViewAndCloneDetaches) {
   EXPECT_EQ(a.at<std::int32_t>(0, 1), 1);
 }
 
+// clone() copies each contiguous run at once: windows of an interleaved
+// image (rows strided, pixels and channels contiguous), column windows
+// (every element its own run), windows with unit dimensions, and an empty one.
+TEST(Array, CloneOfEveryKindOfWindowIsItsElementsInCOrder) {
+  Array img = Array::uninitialized(DType::u16, {7, 9, 3});
+  for (int r = 0; r < 7; ++r)
+    for (int c = 0; c < 9; ++c)
+      for (int k = 0; k < 3; ++k) img.at<std::uint16_t>(r, c, k) = static_cast<std::uint16_t>(r * 100 + c * 10 + k);
+  struct Window {
+    int r0, r1, c0, c1, k0, k1;
+  };
+  for (const Window w : {Window{1, 6, 2, 7, 0, 3}, Window{0, 7, 3, 4, 0, 3}, Window{2, 3, 0, 9, 1, 2},
+                         Window{0, 7, 0, 9, 2, 3}, Window{4, 5, 5, 6, 0, 3}, Window{3, 3, 0, 9, 0, 3}}) {
+    SCOPED_TRACE(std::to_string(w.r0) + ":" + std::to_string(w.r1) + "," + std::to_string(w.c0) + ":" +
+                 std::to_string(w.c1) + "," + std::to_string(w.k0) + ":" + std::to_string(w.k1));
+    const Array v = img.slice(0, w.r0, w.r1).slice(1, w.c0, w.c1).slice(2, w.k0, w.k1);
+    const Array copy = v.clone();
+    ASSERT_TRUE(copy.is_contiguous());
+    ASSERT_EQ(copy.numel(), v.numel());
+    std::vector<std::uint16_t> want;
+    for (int r = w.r0; r < w.r1; ++r)
+      for (int c = w.c0; c < w.c1; ++c)
+        for (int k = w.k0; k < w.k1; ++k) want.push_back(static_cast<std::uint16_t>(r * 100 + c * 10 + k));
+    const auto got = copy.values<std::uint16_t>();
+    EXPECT_EQ(std::vector<std::uint16_t>(got.begin(), got.end()), want);
+  }
+}
+
 TEST(Array, RejectsWrongTypeStridedSpanAndBadSlice) {
   Array a = Array::zeros(DType::f32, {2, 2});
   EXPECT_THROW(a.data<double>(), Error);

@@ -154,8 +154,17 @@ public:
       if (nbytes() != 0) std::memcpy(out.data_, data_, nbytes());
       return out;
     }
+    // The trailing dimensions that are laid out contiguously form one run,
+    // copied with one memcpy (a tile cut from a larger image: one run per
+    // row, not one call per byte).
+    int run_dim = ndim_;
+    std::int64_t run = 1;
+    while (run_dim > 0 && (shape_[run_dim - 1] == 1 || strides_[run_dim - 1] == run)) {
+      --run_dim;
+      run *= shape_[run_dim];
+    }
     std::int64_t cursor = 0;
-    copy_strided(out.data_, 0, 0, cursor);
+    copy_strided(out.data_, 0, 0, cursor, run_dim, run);
     return out;
   }
   // This array if already contiguous, else a contiguous copy.
@@ -208,17 +217,19 @@ private:
     for (int d = 0; d < ndim_; ++d) off += idx[d] * strides_[d];
     return off;
   }
-  // Copies in C order into `out`, advancing `cursor` (elements written).
-  void copy_strided(std::byte* out, int dim, std::int64_t src_off, std::int64_t& cursor) const {
+  // Copies in C order into `out`, advancing `cursor` (elements written);
+  // dimensions from `run_dim` on are one contiguous run of `run` elements.
+  void copy_strided(std::byte* out, int dim, std::int64_t src_off, std::int64_t& cursor, int run_dim,
+                    std::int64_t run) const {
     const std::size_t isz = itemsize();
-    for (std::int64_t i = 0; i < shape_[dim]; ++i) {
-      const std::int64_t off = src_off + i * strides_[dim];
-      if (dim + 1 == ndim_) {
-        std::memcpy(out + static_cast<std::size_t>(cursor++) * isz, data_ + static_cast<std::size_t>(off) * isz, isz);
-      } else {
-        copy_strided(out, dim + 1, off, cursor);
-      }
+    if (dim == run_dim) {
+      std::memcpy(out + static_cast<std::size_t>(cursor) * isz, data_ + static_cast<std::size_t>(src_off) * isz,
+                  static_cast<std::size_t>(run) * isz);
+      cursor += run;
+      return;
     }
+    for (std::int64_t i = 0; i < shape_[dim]; ++i)
+      copy_strided(out, dim + 1, src_off + i * strides_[dim], cursor, run_dim, run);
   }
 
   std::shared_ptr<void> owner_;
