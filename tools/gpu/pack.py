@@ -6,9 +6,11 @@ libraries flowd links (OpenCV, ZeroMQ, HDF5, Boost, FFTW), and nothing there can
 be installed. This script puts every ELF file of the build folder and the
 shared libraries they need (their NEEDED closure, glibc and the CUDA driver
 left out) into one compressed tar that travels with `carry` and unpacks at the
-same absolute path there. OpenCV's imgcodecs links GDAL, GDCM and OpenEXR,
-and HDF5 links curl and OpenSSL for its S3 driver; no flowd code path reaches
-them, so they travel as stand-ins (stub_lib.py) instead of their 100 MB closure.
+same absolute path there. OpenCV's imgcodecs links GDAL and GDCM, and HDF5
+links curl and OpenSSL for its S3 driver; flowd reads no format that needs
+them, so they travel as stand-ins (stub_lib.py) instead of their 100 MB
+closure. OpenEXR travels for real: OpenCV builds an EXR encoder object while
+it registers its codecs.
 
     tools/gpu/pack.py BUILD_DIR OUT_DIR      # writes OUT_DIR/bundle.tar.xz
 """
