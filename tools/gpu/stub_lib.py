@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes a stand-in for a shared library that flowd's dependencies link but
-never call in a device check (GDAL, GDCM and OpenEXR behind OpenCV's imgcodecs;
+never call in a device check (GDAL and GDCM behind OpenCV's imgcodecs;
 curl and OpenSSL behind HDF5's S3 driver). The stand-in has the real library's
 SONAME, its version nodes and every symbol the consumers import from it;
 functions do nothing and return 0 (null, false, "no error"), data is
