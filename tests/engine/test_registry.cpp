@@ -107,6 +107,25 @@ TEST(Registry, EarlierSearchPathEntriesShadowLaterOnes) {
   EXPECT_EQ(reversed.provider("test.step")->name, "testops");
 }
 
+// Each plugin reports its own SDK hash and ABI whatever was loaded before
+// it. They were inline variables, which GCC emits as GNU unique symbols where
+// they are not folded away (sanitizer and -O2 builds): the dynamic linker
+// binds those to the first definition in the process, RTLD_LOCAL or not, so
+// in such builds every plugin loaded after othersdk was refused and othersdk
+// itself, loaded after another plugin, was accepted.
+TEST(Registry, EachPluginReportsItsOwnSdkWhateverWasLoadedBefore) {
+  for (const bool others_first : {false, true}) {
+    SCOPED_TRACE(others_first ? "othersdk first" : "testops first");
+    const auto paths = others_first
+                           ? std::vector<std::string>{test::test_plugins("othersdk"), test::test_plugins("testops")}
+                           : std::vector<std::string>{test::test_plugins("testops"), test::test_plugins("othersdk")};
+    auto r = test::registry(paths);
+    ASSERT_EQ(r.problems().size(), 1u) << problems(r);
+    EXPECT_NE(problems(r).find("flowd-othersdk.so: refused"), std::string::npos) << problems(r);
+    EXPECT_NE(r.find("test.step"), nullptr);
+  }
+}
+
 TEST(Registry, RefusesAPluginBuiltAgainstOtherSdkHeaders) {
   auto r = test::registry({test::test_plugins("othersdk")});
   ASSERT_EQ(r.problems().size(), 1u) << problems(r);

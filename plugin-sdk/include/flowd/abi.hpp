@@ -20,7 +20,9 @@ namespace flowd {
 // 4: sinks' staged output files (SinkContext::output_folder ... discard).
 // 5: the scan pattern (Scan, ScanContext, GpuScanContext,
 //    OperatorFactory::gpu_scan_variant).
-inline constexpr std::uint32_t abi_version = 5;
+// Not `inline`: each plugin reports its own, not the first loaded one's
+// (flowd/sdk_hash.hpp says why).
+constexpr std::uint32_t abi_version = 5;
 
 inline std::string abi_fingerprint() {
   std::string s;

@@ -71,9 +71,9 @@ public:
 // defines (1 or 0) as flowd itself was built. Registration reads it; plugin
 // code has no reason to.
 #if defined(FLOWD_WITH_CUDA) && FLOWD_WITH_CUDA
-inline constexpr bool gpu_variants_built = true;
+constexpr bool gpu_variants_built = true;  // not inline: the plugin's own (flowd/sdk_hash.hpp)
 #else
-inline constexpr bool gpu_variants_built = false;
+constexpr bool gpu_variants_built = false;
 #endif
 
 // An operator with a GPU variant: it declares `void gpu(GpuContext&) const`.

@@ -10,7 +10,8 @@
 
 namespace flowd {
 
-inline constexpr int manifest_version = 1;
+// Not `inline`: each plugin reports its own (flowd/sdk_hash.hpp says why).
+constexpr int manifest_version = 1;
 
 inline Json to_json(const PortSpec& p) {
   return {{"name", p.name}, {"type", p.type.str()}, {"doc", p.doc}, {"optional", p.optional}};
