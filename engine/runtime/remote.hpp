@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,20 @@ struct RemoteTask {
   // Called exactly once (until drain()), from any thread but never with a
   // lock of the executor held, so it may submit new tasks.
   std::function<void(RemoteResult)> done;
+  // A scan rank's job (runtime/cluster_scan.cpp) takes many items per port:
+  // then `ports` gives each input's port (empty: input i is port i), `scan`
+  // says what the job is (null for a map task), and `node` is the worker
+  // node that must run it.
+  std::vector<std::uint32_t> ports;
+  Json scan;
+  std::optional<std::uint32_t> node;
+};
+
+// A worker node, as a scan's rank.
+struct RemoteNode {
+  std::uint32_t id = 0;
+  std::string name;
+  int slots = 1;  // tasks it runs at once: its lanes
 };
 
 class RemoteExecutor {
@@ -50,6 +65,9 @@ public:
   // Whether map stage `stage` runs on the cluster rather than in this process.
   virtual bool takes(std::size_t stage) const = 0;
   virtual void submit(RemoteTask task) = 0;
+  // The live worker nodes that have stage `stage` open, by id: a scan
+  // stage's ranks. Empty when none (the scan then runs in this process).
+  virtual std::vector<RemoteNode> nodes_for(std::size_t stage) const = 0;
   // The run is ending (finished, failed or interrupted): no done() is called
   // after this returns; tasks still out are abandoned.
   virtual void drain() = 0;

@@ -24,11 +24,13 @@
 #include "runtime/carried.hpp"
 #include "runtime/contexts.hpp"
 #include "runtime/run_types.hpp"
+#include "runtime/scan_combiner.hpp"
 #include "runtime/task_runner.hpp"
 #include "sched/scan_strategy.hpp"
 
 namespace flowd::runtime {
 struct RemoteResult;
+struct RemoteNode;
 }
 
 namespace flowd::runtime::detail {
@@ -125,7 +127,6 @@ public:
 
 private:
   class StageTask;     // a source, map, sink, reduce, finalize or scan task (stage_tasks.cpp)
-  class ScanCombine;   // a scan stage's combine, as the scan strategies call it (scan_stage.cpp)
   class RemoteAnswer;  // a cluster's answer to a map task (stage_tasks.cpp)
 
   // --- sources (routing.cpp) -------------------------------------------------
@@ -150,6 +151,11 @@ private:
   // task per consecutive pair. False when nothing was queued.
   bool release_locked(StageState& s, sched::TaskEnv* env);
   void run_scan(StageState& s, sched::TaskEnv& env);
+  ScanOtherInput held_items(StageState& s);
+  // The scan over worker nodes as ranks (cluster_scan.cpp); throws on failure.
+  std::vector<CarriedPtr> cluster_scan(StageState& s, const std::vector<CarriedPtr>& series, ScanCombiner& combine,
+                                       const std::vector<RemoteNode>& nodes, sched::TaskEnv& env,
+                                       sched::ScanStats& stats);
   // The scan stages' statistics, for the report's configuration.
   Json scans_json() const;
 

@@ -10,113 +10,23 @@
 #include <span>
 #include <utility>
 
+#include "runtime/remote.hpp"
 #include "runtime/run_state.hpp"
+#include "runtime/scan_combiner.hpp"
 #include "sched/scan.hpp"
 
 namespace flowd::runtime::detail {
 
-namespace {
-
-// The run's workers as a scan's task graph sees them from the scan task's
-// own worker, which runs ready tasks while it waits (so a scan on one worker
-// does not wait for itself).
-class HelpingPool {
-public:
-  HelpingPool(TaskRunner& r, const sched::WorkerInfo& w) : runner_(r), worker_(w) {}
-  void submit(std::vector<sched::TaskPtr> tasks) {
-    for (auto& t : tasks)
-      runner_.submit(std::move(t), nullptr);
-  }
-  bool help_one() { return runner_.run_one(worker_); }
-
-private:
-  TaskRunner& runner_;
-  const sched::WorkerInfo& worker_;
-};
-
-}  // namespace
-
-// One combine as the scan strategies call it: the operands (carried items)
-// placed where the worker's variant runs, the shortcut tried, then the CPU or
-// GPU combine, its span traced; the result carries the right operand's
-// metadata (the key of the last element it covers).
-class RunState::ScanCombine {
-public:
-  ScanCombine(RunState& st, StageState& s) : st_(st), s_(s), op_(static_cast<const Scan&>(*s.node->op)) {}
-
-  CarriedPtr operator()(const sched::WorkerInfo& w, const CarriedPtr& left, const CarriedPtr& right) const {
-    TaskRunner& runner = st_.runner_;
-    const bool gpu_like = sched::is_gpu_like(w.kind);
-    const bool on_gpu = w.kind == sched::WorkerKind::gpu && s_.gpu_scan;
-    const int where = gpu_like ? w.id : memory::host;
-    const std::string& key = right->item.meta.key;
-    const Tuple operands{key, {left, right}};
-    std::vector<Item> scratch;
-    std::deque<std::vector<Item>> others;  // keeps the items the combine read by key
-    double moved = 0;
-    Item result;
-    const Outcome o = s_.call(runner.trace(), key, [&] {
-      const Inputs in = runner.place(operands, where, scratch, moved);
-      const Item& a = *in.items[0];
-      const Item& b = *in.items[1];
-      ItemLookup lookup = [&](std::size_t port, std::string_view k) -> const Item& {
-        return other_input(port, k, where, others.emplace_back());
-      };
-      if (on_gpu) {
-        memory::Device& dev = *runner.workers().devices[static_cast<std::size_t>(w.id)];
-        GpuScanContextImpl ctx(*s_.node, &in, st_.log(), runner.stop_flag(), lookup, dev);
-        if (auto quick = op_.shortcut(ctx, a, b)) {
-          result = std::move(*quick);
-        } else {
-          result = s_.gpu_scan->combine_gpu(ctx, a, b);
-          dev.synchronize();
-        }
-      } else {
-        ScanContextImpl ctx(*s_.node, &in, st_.log(), runner.stop_flag(), lookup);
-        if (auto quick = op_.shortcut(ctx, a, b))
-          result = std::move(*quick);
-        else
-          result = op_.combine(ctx, a, b);
-      }
-      const PortSpec& out = s_.node->spec().outputs[0];
-      if (!out.type.accepts(result.value))
-        throw Error("combine returned " + describe(result.value) + ", but output '" + out.name + "' is declared " +
-                    out.type.str());
-    });
-    runner.trace_task(s_.op(), s_.name(), w, key, on_gpu ? "gpu" : gpu_like ? "sim" : "cpu", o);
-    if (!o.ok) throw ItemError(o.key, o.error);
-    return runner.carry(Item{right->item.meta, std::move(result.value)}, {}, &w);
-  }
-
-private:
-  // ctx.item(port, key): an item of one of the stage's other inputs, placed
-  // where the combine runs. One held by another node is pulled once and kept.
-  const Item& other_input(std::size_t port, std::string_view key, int where, std::vector<Item>& scratch) const {
-    const auto& spec = s_.node->spec();
-    if (port == 0 || port >= s_.held.size())
-      throw Error("input '" + spec.inputs.at(port).name + "' is the series; a combine gets its elements as operands");
-    const auto it = s_.held[port].find(std::string(key));
-    if (it == s_.held[port].end())
+// ctx.item(port, key) of a combine in this process: an item the stage holds.
+ScanOtherInput RunState::held_items(StageState& s) {
+  return [&s](std::size_t port, std::string_view key) -> CarriedPtr {
+    const auto& spec = s.node->spec();
+    const auto it = s.held[port].find(std::string(key));
+    if (it == s.held[port].end())
       throw Error("no item with key '" + std::string(key) + "' arrived on input '" + spec.inputs[port].name + "'");
-    CarriedPtr c = it->second;
-    if (c->remote) {
-      std::lock_guard lk(fetched_m_);
-      auto& local = fetched_[{port, it->first}];
-      if (!local) local = std::make_shared<Carried>(Carried{c->remote->fetch(), {}});
-      c = local;
-    }
-    double moved = 0;
-    const Inputs in = st_.runner_.place(Tuple{it->first, {c}}, where, scratch, moved);
-    // Valid while `c` lives: held by the stage (or the cache) for the scan's life.
-    return *in.items[0];
-  }
-
-  RunState& st_;
-  StageState& s_;
-  const Scan& op_;
-  mutable std::mutex fetched_m_;
-  mutable std::map<std::pair<std::size_t, std::string>, CarriedPtr> fetched_;
-};
+    return it->second;
+  };
+}
 
 void RunState::hold_locked(StageState& s, std::size_t port, const CarriedPtr& c) {
   // Both inputs of a pairs stage read the same output: the item once.
@@ -175,21 +85,23 @@ void RunState::run_scan(StageState& s, sched::TaskEnv& env) {
   } else if (!runner_.stopping()) {
     sched::ScanOptions so;
     so.strategy = s.node->strategy;
-    so.runs_on = sched::cpu_only | sched::bit(sched::WorkerKind::sim_gpu) |
-                 (s.gpu_scan ? sched::bit(sched::WorkerKind::gpu) : sched::KindMask{0});
-    so.lanes = 0;
-    for (const auto& w : runner_.workers().workers)
-      so.lanes += (so.runs_on & sched::bit(w.kind)) != 0;
-    so.lanes = std::max(so.lanes, 1);
+    so.runs_on = scan_kinds(s);
+    so.lanes = scan_lanes(runner_, so.runs_on);
     // On one lane the hierarchical scan is the sequential chain and then a
     // second pass over it (2n - 3 combines for n - 1): run the chain.
-    if (so.lanes == 1 && so.strategy == sched::ScanStrategy::work_stealing)
+    if (so.lanes == 1 && sched::is_hierarchical(so.strategy))
       so.strategy = sched::ScanStrategy::sequential;
-    ScanCombine combine(*this, s);
+    ScanCombiner combine(runner_, s, held_items(s));
     HelpingPool pool(runner_, env.worker());
+    // A cluster run's hierarchical scan runs on the worker nodes, one rank
+    // each (runtime/cluster_scan.cpp).
+    std::vector<RemoteNode> ranks;
+    if (opts().remote && sched::is_hierarchical(s.node->strategy))
+      ranks = opts().remote->nodes_for(s.node->index);
     o.start_ns = runner_.trace().now();
     try {
-      y = sched::scan(std::span<const CarriedPtr>(series), combine, so, pool, stats);
+      y = ranks.empty() ? sched::scan(std::span<const CarriedPtr>(series), combine, so, pool, stats)
+                        : cluster_scan(s, series, combine, ranks, env, stats);
     } catch (const std::exception& e) {
       o = {false, e.what(), failed_key(e, s.name()), o.start_ns, 0};
     }
@@ -204,6 +116,7 @@ void RunState::run_scan(StageState& s, sched::TaskEnv& env) {
                   static_cast<unsigned long long>(stats.elements), std::string(sched::label_of(stats)).c_str(),
                   static_cast<unsigned long long>(stats.combines), stats.depth, stats.lane_names.size(), stats.seconds);
     log().info("[" + s.name() + "] " + line +
+               (stats.ranks > 1 ? ", " + std::to_string(stats.ranks) + " ranks" : std::string()) +
                (stats.hierarchical && stats.stealing ? ", " + std::to_string(stats.steals) + " elements stolen" : ""));
   }
   std::lock_guard lk(m_);

@@ -161,7 +161,10 @@ private:
 };
 
 void RunState::submit_remote_locked(StageState& s, Tuple t) {
-  RemoteTask task{s.node->index, t.key, t.ports, {}};
+  RemoteTask task;
+  task.stage = s.node->index;
+  task.key = t.key;
+  task.inputs = t.ports;
   task.done = [this, &s, t = std::move(t)](RemoteResult r) mutable {
     runner_.submit(std::make_unique<RemoteAnswer>(*this, s, std::move(t), std::move(r)), nullptr);
   };

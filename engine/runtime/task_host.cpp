@@ -3,9 +3,13 @@
 // its caller.
 #include "runtime/task_host.hpp"
 
+#include <chrono>
 #include <deque>
+#include <map>
 
+#include "runtime/scan_combiner.hpp"
 #include "runtime/task_runner.hpp"
+#include "sched/scan.hpp"
 
 namespace flowd::runtime {
 
@@ -76,13 +80,149 @@ private:
   std::function<void(HostedResult)> done_;
 };
 
+// A scan rank's half (cluster_scan.cpp) on this node's workers.
+class ScanJobTask final : public sched::Task {
+public:
+  ScanJobTask(TaskRunner& runner, Stage& s, std::string key, Json spec, std::vector<Item> operands,
+              std::vector<std::uint32_t> lookup_ports, std::function<Item(std::size_t)> lookup,
+              std::function<void(HostedResult)> done)
+      : runner_(runner), s_(s), key_(std::move(key)), spec_(std::move(spec)), operands_(std::move(operands)),
+        lookup_ports_(std::move(lookup_ports)), lookup_(std::move(lookup)), done_(std::move(done)) {}
+
+  void run(sched::TaskEnv& env) override {
+    HostedResult r;
+    const auto t0 = std::chrono::steady_clock::now();
+    try {
+      if (runner_.stopping()) throw Error("the node is stopping");
+      r.outputs = compute(env);
+      r.ok = true;
+      s_.items_out.fetch_add(r.outputs.size());
+    } catch (const std::exception& e) {
+      r = HostedResult{};
+      r.error = e.what();
+      r.key = detail::failed_key(e, key_);
+      s_.failures.fetch_add(1);
+    }
+    s_.tasks_done.fetch_add(1);
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    done_(std::move(r));
+  }
+
+private:
+  using Outputs = std::vector<std::pair<std::size_t, Item>>;
+
+  Outputs compute(sched::TaskEnv& env) {
+    const auto& keys = spec_.at("lookup_keys");
+    if (keys.size() != lookup_ports_.size())
+      throw Error("the job names " + std::to_string(keys.size()) + " keys for " + std::to_string(lookup_ports_.size()) +
+                  " items read by key");
+    std::map<std::pair<std::size_t, std::string>, std::size_t, std::less<>> by_key;
+    for (std::size_t i = 0; i < keys.size(); ++i)
+      by_key[{lookup_ports_[i], keys[i].get<std::string>()}] = i;
+    detail::ScanCombiner combine(runner_, s_, [&](std::size_t port, std::string_view key) -> CarriedPtr {
+      const auto it = by_key.find(std::pair{port, std::string(key)});
+      if (it == by_key.end())
+        throw Error("no item with key '" + std::string(key) + "' arrived on input '" +
+                    s_.node->spec().inputs.at(port).name + "'");
+      return runner_.carry(lookup_(it->second), {}, nullptr);
+    });
+    const auto n = spec_.at("elements").get<std::size_t>();
+    if (n == 0 || operands_.size() < n)
+      throw Error("the job has " + std::to_string(operands_.size()) + " operands for " + std::to_string(n) + " elements");
+    std::vector<CarriedPtr> x;
+    for (std::size_t i = 0; i < n; ++i)
+      x.push_back(runner_.carry(std::move(operands_[i]), {}, nullptr));
+    sched::HierarchicalOptions h;
+    h.runs_on = detail::scan_kinds(s_);
+    h.lanes = detail::scan_lanes(runner_, h.runs_on);
+    h.steal = spec_.at("steal").get<bool>();
+    detail::HelpingPool pool(runner_, env.worker());
+    sched::ScanStats st;
+    Outputs out;
+    Json lanes = Json::array();
+    const std::string phase = spec_.at("phase").get<std::string>();
+    if (phase == "reduce") {
+      const auto half = sched::reduce_rank(std::span<const CarriedPtr>(x), combine, h, pool, st);
+      // The lane prefixes, then every lane's right prefixes.
+      for (const auto& l : half.lanes) {
+        lanes.push_back({{"first", l.first},
+                         {"last", l.last},
+                         {"depth", l.depth},
+                         {"prefix", l.prefix.has_value()},
+                         {"start", l.start},
+                         {"rights", l.right_prefix.size()}});
+        if (l.prefix) out.emplace_back(0, host_copy(*l.prefix));
+      }
+      for (const auto& l : half.lanes)
+        for (const auto& r : l.right_prefix) out.emplace_back(0, host_copy(r));
+    } else if (phase == "finish") {
+      lanes = spec_.at("lanes");
+      h.lanes = static_cast<int>(lanes.size());
+      std::size_t next = n;
+      auto operand = [&]() -> CarriedPtr {
+        if (next >= operands_.size()) throw Error("the job has too few operands for its lanes");
+        return runner_.carry(std::move(operands_[next++]), {}, nullptr);
+      };
+      std::optional<CarriedPtr> received;
+      if (spec_.at("received").get<bool>()) received = operand();
+      const CarriedPtr total = operand();
+      sched::RankPartials<CarriedPtr> half;
+      for (const auto& l : lanes) {
+        sched::RankPartials<CarriedPtr>::Lane lane;
+        lane.first = l.at("first").get<std::size_t>();
+        lane.last = l.at("last").get<std::size_t>();
+        lane.depth = l.at("depth").get<std::uint32_t>();
+        lane.start = l.at("start").get<std::size_t>();
+        if (l.at("prefix").get<bool>()) lane.prefix = operand();
+        half.lanes.push_back(std::move(lane));
+      }
+      for (std::size_t i = 0; i < lanes.size(); ++i)
+        for (auto k = lanes[i].at("rights").get<std::size_t>(); k > 0; --k) half.lanes[i].right_prefix.push_back(operand());
+      const auto y = sched::finish_rank(std::span<const CarriedPtr>(x), half, received, std::optional<CarriedPtr>(total),
+                                        combine, h, pool, st);
+      for (std::size_t i = 0; i < y.size(); ++i) {
+        Item yi = host_copy(y[i]);
+        yi.meta = x[i]->item.meta;
+        out.emplace_back(0, std::move(yi));
+      }
+    } else {
+      throw Error("unknown scan phase '" + phase + "'");
+    }
+    Json record = {{"lanes", lanes},           {"lane_names", st.lane_names}, {"lane_busy_seconds", st.lane_busy_seconds},
+                   {"lane_ops", st.lane_ops},  {"combines", st.combines},     {"steals", st.steals},
+                   {"depth", st.depth}};
+    ItemMeta meta;
+    meta.key = key_;
+    meta.attrs["flowd.scan"] = std::move(record);
+    out.emplace_back(0, Item{std::move(meta), Json(nullptr)});
+    return out;
+  }
+
+  // Results leave the node from host memory.
+  Item host_copy(const CarriedPtr& c) {
+    Item scratch;
+    const Item& on_host = runner_.on_host(*c, scratch);
+    return &on_host == &scratch ? std::move(scratch) : on_host;
+  }
+
+  TaskRunner& runner_;
+  Stage& s_;
+  std::string key_;
+  Json spec_;
+  std::vector<Item> operands_;
+  std::vector<std::uint32_t> lookup_ports_;
+  std::function<Item(std::size_t)> lookup_;
+  std::function<void(HostedResult)> done_;
+};
+
 }  // namespace
 
 TaskHost::TaskHost(workflow::Graph& graph, RunOptions options, Logger& log)
     : state_(std::make_unique<State>(graph, std::move(options), log)) {
   for (const auto& node : graph.stages)
-    if (node.spec().pattern != Pattern::map)
-      throw Error("stage '" + node.name + "' (" + node.spec().name + ") is not a map stage; a worker node runs map stages only");
+    if (node.spec().pattern != Pattern::map && node.spec().pattern != Pattern::scan)
+      throw Error("stage '" + node.name + "' (" + node.spec().name +
+                  ") is neither a map nor a scan stage; a worker node runs only those");
   for (auto& node : graph.stages) state_->stages.emplace_back(node);
   state_->runner.prepare();
   state_->runner.start();
@@ -99,12 +239,20 @@ bool TaskHost::has_stage(const std::string& stage) const {
   return false;
 }
 
+Stage& TaskHost::stage(const std::string& name, Pattern pattern) {
+  for (auto& s : state_->stages)
+    if (s.name() == name) {
+      if (s.pattern() != pattern)
+        throw Error("stage '" + name + "' is not a " + std::string(pattern == Pattern::scan ? "scan" : "map") +
+                    " stage here");
+      return s;
+    }
+  throw Error("this node has no stage '" + name + "'");
+}
+
 void TaskHost::submit(const std::string& stage, std::string key, std::vector<std::optional<Item>> inputs,
                       std::function<void(HostedResult)> done) {
-  Stage* s = nullptr;
-  for (auto& candidate : state_->stages)
-    if (candidate.name() == stage) s = &candidate;
-  if (!s) throw Error("this node has no stage '" + stage + "'");
+  Stage* s = &this->stage(stage, Pattern::map);
   const auto& ports = s->node->spec().inputs;
   if (inputs.size() != ports.size())
     throw Error("stage '" + stage + "': " + std::to_string(inputs.size()) + " inputs for " + std::to_string(ports.size()) +
@@ -128,6 +276,16 @@ void TaskHost::submit(const std::string& stage, std::string key, std::vector<std
   auto task = std::make_unique<HostedTask>(runner, *s, std::move(t), std::move(done));
   runner.estimate(s->op(), s->gpu, task->tuple(), *task);
   runner.submit(std::move(task), nullptr);
+}
+
+void TaskHost::submit_scan(const std::string& stage, std::string key, Json spec, std::vector<Item> operands,
+                           std::vector<std::uint32_t> lookup_ports, std::function<Item(std::size_t)> lookup,
+                           std::function<void(HostedResult)> done) {
+  Stage* s = &this->stage(stage, Pattern::scan);
+  state_->runner.submit(std::make_unique<ScanJobTask>(state_->runner, *s, std::move(key), std::move(spec),
+                                                      std::move(operands), std::move(lookup_ports), std::move(lookup),
+                                                      std::move(done)),
+                        nullptr);
 }
 
 int TaskHost::slots() const { return static_cast<int>(state_->runner.workers().workers.size()); }

@@ -17,6 +17,10 @@
 
 namespace flowd::runtime {
 
+namespace detail {
+struct Stage;  // runtime/task_runner.hpp
+}
+
 struct HostedResult {
   bool ok = false;
   std::string error;  // when not ok
@@ -43,12 +47,25 @@ public:
   // thread. Throws flowd::Error for a stage this host does not have.
   void submit(const std::string& stage, std::string key, std::vector<std::optional<Item>> inputs,
               std::function<void(HostedResult)> done);
+  // A cluster scan's rank job (runtime/cluster_scan.cpp) on scan stage
+  // `stage`: `spec` says which half ("phase": "reduce" | "finish") over how
+  // many "elements"; `operands` are its port-0 inputs in order (the
+  // elements, then for a finish the prefix received, the total and the lane
+  // prefixes); `lookup(i)` pulls the i-th item a combine may read by key
+  // ("lookup_keys"[i], of input lookup_ports[i]). Outputs: the lane prefixes
+  // (reduce) or y of every element (finish), then an empty item whose
+  // attrs["flowd.scan"] is the job's record (lanes, combines, busy time).
+  void submit_scan(const std::string& stage, std::string key, Json spec, std::vector<Item> operands,
+                   std::vector<std::uint32_t> lookup_ports, std::function<Item(std::size_t)> lookup,
+                   std::function<void(HostedResult)> done);
   bool has_stage(const std::string& stage) const;
   // Worker threads (CPU + GPU-like): how many tasks run at once.
   int slots() const;
   std::vector<sched::WorkerInfo> workers() const;
 
 private:
+  // Stage `name` of this host, which must have `pattern`; throws flowd::Error.
+  detail::Stage& stage(const std::string& name, Pattern pattern);
   struct State;  // the task runner and the stages
   std::unique_ptr<State> state_;
 };

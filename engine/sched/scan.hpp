@@ -19,14 +19,16 @@ struct ScanOptions {
   int ranks = 1;
   ScanStrategy partials = ScanStrategy::dissemination;
   KindMask runs_on = cpu_only;
+  bool paper_start = false;  // HierarchicalOptions::paper_start
 };
 
 // y_i = x_0 ⊙ … ⊙ x_i for every i, by o.strategy; `stats` says what it cost.
 template <class T, class C, TaskSubmitter P>
 requires ScanCombine<C, T> std::vector<T> scan(std::span<const T> x, C& combine, const ScanOptions& o, P& pool,
                                                ScanStats& stats) {
-  if (o.strategy == ScanStrategy::work_stealing) {
-    HierarchicalOptions h{o.ranks, o.lanes, true, o.partials, o.runs_on};
+  if (is_hierarchical(o.strategy)) {
+    HierarchicalOptions h{o.ranks, o.lanes, o.strategy == ScanStrategy::work_stealing, o.partials, o.runs_on,
+                          o.paper_start};
     return hierarchical_scan(x, combine, h, pool, stats);
   }
   const ScanPlan plan = make_scan_plan(o.strategy, x.size());

@@ -179,7 +179,8 @@ ScanPlan make_scan_plan(ScanStrategy strategy, std::size_t n) {
       Builder b(n);
       return b.finish(ladner_fischer(b, 0, inputs(n)));
     }
-    case ScanStrategy::work_stealing: break;
+    case ScanStrategy::work_stealing:
+    case ScanStrategy::static_hierarchical: break;
   }
   throw std::invalid_argument("scan strategy '" + std::string(name_of(strategy)) + "' has no static plan");
 }

@@ -12,11 +12,24 @@ namespace flowd::sched {
 // sequential: one chain. dissemination (Hillis–Steele), blelloch (up and
 // down sweep), ladner_fischer (P_0): static plans of combines run as a task
 // DAG. work_stealing: the hierarchical scan whose lanes grow their ranges
-// toward slower neighbours (the paper's Algorithm 1).
-enum class ScanStrategy : std::uint8_t { sequential, dissemination, blelloch, ladner_fischer, work_stealing };
+// toward slower neighbours (the paper's Algorithm 1). static_hierarchical:
+// the same hierarchy with equal shares and no stealing, the baseline the
+// paper measures stealing against.
+enum class ScanStrategy : std::uint8_t {
+  sequential,
+  dissemination,
+  blelloch,
+  ladner_fischer,
+  work_stealing,
+  static_hierarchical
+};
+// The strategies run as a hierarchy of ranks and lanes.
+constexpr bool is_hierarchical(ScanStrategy s) noexcept {
+  return s == ScanStrategy::work_stealing || s == ScanStrategy::static_hierarchical;
+}
 
 // The workflow's names: sequential | dissemination | blelloch | ladner-fischer
-// | work-stealing | auto (= work-stealing). nullopt for anything else.
+// | work-stealing | static-hierarchical | auto (= work-stealing). nullopt for anything else.
 std::optional<ScanStrategy> parse_scan_strategy(std::string_view name) noexcept;
 std::string_view name_of(ScanStrategy s) noexcept;
 // Every name parse_scan_strategy accepts, for messages and `flowd inspect`.

@@ -126,7 +126,7 @@ OpenedStages open_map_stages(const Workflow& wf, plugin::Registry& registry) {
       out.unavailable[s.name] = registry.explain(s.op);
       continue;
     }
-    if (spec->pattern != Pattern::map) continue;
+    if (spec->pattern != Pattern::map && spec->pattern != Pattern::scan) continue;
     const Params params = resolve_params(*spec, s.params, pointer({"stages", s.name, "params"}), d);
     std::optional<StageNode> node;
     if (d.empty()) node = open_stage(s, params, out.graph.stages.size(), registry, d);

@@ -67,6 +67,7 @@ struct Config {
   ScanStrategy strategy;
   int lanes = 1, ranks = 1;
   bool hierarchical_static = false;
+  bool paper_start = false;
 };
 
 const std::vector<Config>& configs() {
@@ -79,6 +80,8 @@ const std::vector<Config>& configs() {
       {"ws 4 lanes", ScanStrategy::work_stealing, 4, 1},
       {"ws 2 ranks x 3 lanes", ScanStrategy::work_stealing, 3, 2},
       {"ws 3 ranks x 2 lanes", ScanStrategy::work_stealing, 2, 3},
+      {"ws 4 lanes, the paper's start", ScanStrategy::work_stealing, 4, 1, false, true},
+      {"ws 2 ranks x 3 lanes, the paper's start", ScanStrategy::work_stealing, 3, 2, false, true},
       {"static 4 lanes", ScanStrategy::work_stealing, 4, 1, true},
       {"static 2 ranks x 3 lanes", ScanStrategy::work_stealing, 3, 2, true},
   };
@@ -98,6 +101,7 @@ std::vector<T> run(const Config& c, const std::vector<T>& x, C& combine, exec::W
   o.strategy = c.strategy;
   o.lanes = c.lanes;
   o.ranks = c.ranks;
+  o.paper_start = c.paper_start;
   return scan(std::span<const T>(x), combine, o, pl, stats);
 }
 
@@ -207,16 +211,21 @@ TEST(Scan, AHeldBackLaneHasItsElementsStolen) {
   for (int i = 0; i < 20; ++i)
     x.push_back({i, i});
   auto pl = pool(2);
-  HierarchicalOptions h;
-  h.lanes = 2;
-  ScanStats st;
-  const auto y = hierarchical_scan(std::span<const Range>(x), combine, h, pl, st);
-  for (int i = 0; i < 20; ++i)
-    EXPECT_EQ(y[static_cast<std::size_t>(i)], (Range{0, i}));
-  EXPECT_FALSE(waited_out);
-  EXPECT_GT(st.steals, 0u);
-  ASSERT_EQ(st.lane_names, (std::vector<std::string>{"r0.t0", "r0.t1"}));
-  EXPECT_GT(st.lane_ops[1], st.lane_ops[0]);
+  for (bool paper_start : {false, true}) {
+    SCOPED_TRACE(paper_start ? "the paper's start" : "every lane at its share's left end");
+    nine_taken = waited_out = false;
+    HierarchicalOptions h;
+    h.lanes = 2;
+    h.paper_start = paper_start;
+    ScanStats st;
+    const auto y = hierarchical_scan(std::span<const Range>(x), combine, h, pl, st);
+    for (int i = 0; i < 20; ++i)
+      EXPECT_EQ(y[static_cast<std::size_t>(i)], (Range{0, i}));
+    EXPECT_FALSE(waited_out);
+    EXPECT_GT(st.steals, 0u);
+    ASSERT_EQ(st.lane_names, (std::vector<std::string>{"r0.t0", "r0.t1"}));
+    EXPECT_GT(st.lane_ops[1], st.lane_ops[0]);
+  }
 }
 
 TEST(Scan, ACombinesFailureReachesTheCaller) {
@@ -230,4 +239,71 @@ TEST(Scan, ACombinesFailureReachesTheCaller) {
     ScanStats st;
     EXPECT_THROW((void)run(c, words(40), failing, pl, st), std::runtime_error);
   }
+}
+
+// A cluster's ranks run their scan as two jobs with the global step between
+// them done by the coordinator (runtime/cluster_scan.cpp): reduce_rank on
+// each segment, the chain of the ranks' totals, finish_rank on each segment.
+// With any split and lanes, stealing or not, the sequential result.
+TEST(Scan, RanksRunAsTwoJobsGiveTheSequentialResult) {
+  auto pl = pool(3);
+  auto check = [&](const auto& x, auto combine) {
+    using T = typename std::decay_t<decltype(x)>::value_type;
+    const auto want = fold(x, combine);
+    for (std::size_t ranks : {1u, 2u, 3u, 5u})
+      for (int lanes : {1, 2, 4})
+        for (int mode : {0, 1, 2}) {  // static, stealing, stealing from the paper's start
+          const bool steal = mode > 0;
+          SCOPED_TRACE(std::to_string(x.size()) + " elements, " + std::to_string(ranks) + " ranks, " +
+                       std::to_string(lanes) + " lanes, mode " + std::to_string(mode));
+          if (x.size() < ranks) continue;
+          HierarchicalOptions h{1, lanes, steal, ScanStrategy::dissemination, cpu_only, mode == 2};
+          std::vector<T> y;
+          std::optional<T> prefix;
+          std::uint64_t combines = 0;
+          for (std::size_t r = 0; r < ranks; ++r) {
+            const std::span<const T> seg(x.data() + x.size() * r / ranks, x.size() * (r + 1) / ranks - x.size() * r / ranks);
+            ScanStats st;
+            const auto half = reduce_rank(seg, combine, h, pl, st);
+            combines += st.combines;
+            ASSERT_EQ(half.lanes.size(), static_cast<std::size_t>(lanes));
+            ASSERT_TRUE(half.lanes.back().prefix);
+            const std::optional<T> total = prefix ? combine(*prefix, *half.lanes.back().prefix) : *half.lanes.back().prefix;
+            const auto part = finish_rank(seg, half, prefix, total, combine, h, pl, st);
+            combines += st.combines;
+            y.insert(y.end(), part.begin(), part.end());
+            prefix = total;
+          }
+          EXPECT_EQ(y, want);
+          // Per rank of n_r elements on T lanes: n_r − (non-empty lanes) in
+          // the ranges, at most T·⌈log2 T⌉ in the partials' plan, at most T
+          // applies, at most n_r in the final phase (the first lane's
+          // elements cost nothing there when stealing: its x[start..k] are
+          // its results), plus the chain of totals.
+          const std::size_t nl = static_cast<std::size_t>(lanes);
+          EXPECT_GE(combines + ranks * nl, x.size());
+          EXPECT_LE(combines, 2 * x.size() + ranks * (nl * 2 + nl) + ranks);
+        }
+  };
+  for (std::size_t n : {1u, 5u, 37u}) {
+    check(matrices(n), mul);
+    check(words(n), [](const std::string& a, const std::string& b) { return a + b; });
+  }
+}
+
+TEST(Scan, TheSecondHalfRefusesLanesThatDoNotMatch) {
+  auto pl = pool(2);
+  const auto x = words(10);
+  auto cat = [](const std::string& a, const std::string& b) { return a + b; };
+  HierarchicalOptions two{1, 2, true, ScanStrategy::dissemination, cpu_only, false};
+  HierarchicalOptions three{1, 3, true, ScanStrategy::dissemination, cpu_only, false};
+  ScanStats st;
+  const auto half = reduce_rank(std::span<const std::string>(x), cat, two, pl, st);
+  EXPECT_THROW(finish_rank(std::span<const std::string>(x), half, std::nullopt, half.lanes.back().prefix, cat, three, pl, st),
+               std::invalid_argument);
+  auto broken = half;
+  broken.lanes[0].last = 40;
+  broken.lanes[0].first = 0;
+  EXPECT_THROW(finish_rank(std::span<const std::string>(x), broken, std::nullopt, half.lanes.back().prefix, cat, two, pl, st),
+               std::invalid_argument);
 }

@@ -14,7 +14,8 @@ using runtime::RunStatus;
 
 namespace {
 
-const char* strategies[] = {"sequential", "dissemination", "blelloch", "ladner-fischer", "work-stealing", "auto"};
+const char* strategies[] = {"sequential",    "dissemination",       "blelloch", "ladner-fischer",
+                            "work-stealing", "static-hierarchical", "auto"};
 
 std::string scan_workflow(const std::string& op, int count, const std::string& strategy, const std::string& out,
                           const std::string& scan_params = "", const std::string& element_params = "") {
@@ -116,6 +117,55 @@ TEST(ScanStage, AClusterRunScansItemsOtherNodesMadeOnEveryLane) {
   EXPECT_EQ(test::lines(dir / "out.txt"), expected("test.matmul2", 24));
 }
 
+// A cluster run's work-stealing scan runs on the worker nodes, one rank
+// each, their threads its lanes; the coordinator does the global step. The
+// combines read items by key that the coordinator holds (the source's), so
+// the workers pull those when asked. Non-commutative operators give the
+// sequential result for any series length, one node or two.
+TEST(ScanStage, AClusterRunScansOnTheWorkerNodesAsRanks) {
+  const auto dir = test::scratch();
+  for (const char* op : {"test.matmul2", "test.concat"})
+    for (int n : {1, 2, 7, 40})
+      for (const char* nodes : {"1", "2"}) {
+        SCOPED_TRACE(std::string(op) + " n=" + std::to_string(n) + " workers=" + nodes);
+        std::ofstream(dir / "wf.json") << scan_workflow(op, n, "work-stealing", (dir / "out.txt").string());
+        const auto r = test::flowd_cmd(
+            dir, {"wf.json", "--workers", nodes, "--worker-cpus", "2", "--cpu", "1", "--no-progress", "--no-perf-model"});
+        ASSERT_EQ(r.code, 0) << r.err;
+        EXPECT_EQ(test::lines(dir / "out.txt"), expected(op, n));
+        const int ranks = std::min(n, std::atoi(nodes));
+        // Two lanes per node and the coordinator's, for the global step.
+        const std::string lanes = std::to_string(2 * ranks + 1) + " lanes";
+        EXPECT_NE(r.err.find(lanes), std::string::npos) << r.err;
+        if (ranks > 1) {
+          EXPECT_NE(r.err.find(", 2 ranks"), std::string::npos) << r.err;
+        }
+      }
+}
+
+TEST(ScanStage, TheStaticHierarchicalScanRunsOnTheWorkerNodesToo) {
+  const auto dir = test::scratch();
+  std::ofstream(dir / "wf.json") << scan_workflow("test.matmul2", 41, "static-hierarchical", (dir / "out.txt").string());
+  const auto r = test::flowd_cmd(dir, {"wf.json", "--workers", "2", "--worker-cpus", "3", "--no-progress"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(test::lines(dir / "out.txt"), expected("test.matmul2", 41));
+  EXPECT_NE(r.err.find("static-hierarchical"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("7 lanes, "), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("elements stolen"), std::string::npos) << r.err;
+}
+
+TEST(ScanStage, AFailingCombineOnAWorkerNodeFailsTheRunNamingTheElementAndNode) {
+  const auto dir = test::scratch();
+  std::ofstream(dir / "wf.json") << scan_workflow("test.concat", 30, "work-stealing", (dir / "out.txt").string(),
+                                                  R"(, "fail_at": 23)");
+  const auto r = test::flowd_cmd(dir, {"wf.json", "--workers", "2", "--worker-cpus", "2", "--no-progress"});
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.err.find("item/23"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("asked to fail at 23"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("job of rank 1 on worker"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir / "out.txt"));
+}
+
 TEST(ScanStage, TheIdentityShortcutGivesTheSameResult) {
   const auto dir = test::scratch();
   const auto out = dir / "out.txt";
@@ -193,7 +243,7 @@ TEST(ScanStage, StrategiesAreCheckedWhenTheWorkflowIsValidated) {
   const std::string out = (dir / "o.txt").string();
   EXPECT_NE(problem(scan_workflow("test.concat", 3, "fastest", out))
                 .find("/stages/scan/strategy: unknown scan strategy 'fastest'; strategies: sequential, dissemination, "
-                      "blelloch, ladner-fischer, work-stealing, auto"),
+                      "blelloch, ladner-fischer, work-stealing, static-hierarchical, auto"),
             std::string::npos);
   std::string on_map = scan_workflow("test.concat", 3, "auto", out);
   on_map.replace(on_map.find(R"("op": "test.element")"), 20, R"("op": "test.element", "strategy": "blelloch")");
@@ -277,8 +327,8 @@ TEST(ScanStage, InspectShowsThePatternAndTheStrategies) {
   const auto r = test::flowd_cmd(dir, {"inspect", "test.matmul2"});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("Pattern       scan\n"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("Strategies    sequential, dissemination, blelloch, ladner-fischer, work-stealing, auto (the "
-                       "stage's \"strategy\"; default auto)"),
+  EXPECT_NE(r.out.find("Strategies    sequential, dissemination, blelloch, ladner-fischer, work-stealing, "
+                       "static-hierarchical, auto (the stage's \"strategy\"; default auto)"),
             std::string::npos)
       << r.out;
 }
@@ -314,7 +364,7 @@ TEST(ScanStage, TheCommandLineRefusesBadScansWithTheirExitCodes) {
   auto r = test::flowd_cmd(dir, {"wf.json", "--no-progress"});
   EXPECT_EQ(r.code, 2) << r.err;
   EXPECT_NE(r.err.find("/stages/scan/strategy: unknown scan strategy 'fastest'; strategies: sequential, dissemination, "
-                       "blelloch, ladner-fischer, work-stealing, auto"),
+                       "blelloch, ladner-fischer, work-stealing, static-hierarchical, auto"),
             std::string::npos)
       << r.err;
 

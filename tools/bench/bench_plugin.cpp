@@ -1,6 +1,9 @@
 // Operators used only by the benchmark drivers. Not installed.
+#include <chrono>
 #include <cmath>
 #include <random>
+#include <thread>
+#include <vector>
 
 #include <flowd/flowd.hpp>
 
@@ -57,6 +60,69 @@ private:
   std::int64_t i_ = 0;
 };
 
+// The scan paper's mock operator for runs of the engine (cluster rows of
+// §11.3, tools/bench/scan_cluster.sh): the series is `count` ranges [i, i];
+// a combine joins two adjacent ranges after sleeping a draw — constant, or
+// exponentially distributed with mean t (std::mt19937 seeded 1410) and picked
+// by hashing the operands, so every application gets its own time whatever
+// the strategy or the process that runs it (flowd-bench-scan-mock's
+// "application" mode).
+class Series final : public Source {
+public:
+  static OperatorSpec spec() {
+    return {.name = "bench.series",
+            .doc = "count JSON items {lo: i, hi: i}, keyed x/<i>.",
+            .inputs = {},
+            .outputs = {{"out", "json", "the series"}},
+            .params = {ParamSpec::integer("count", 512).at_least(1)}};
+  }
+  explicit Series(const Params& p) : count_(p.get<std::int64_t>("count")) {}
+  bool next(SourceContext& ctx) override {
+    Item item;
+    item.meta.key = "x/" + std::to_string(i_);
+    item.value = Json{{"lo", i_}, {"hi", i_}};
+    ctx.emit("out", std::move(item));
+    return ++i_ < count_;
+  }
+
+private:
+  std::int64_t count_;
+  std::int64_t i_ = 0;
+};
+
+class MockScan final : public Scan {
+public:
+  static OperatorSpec spec() {
+    return {.name = "bench.mock_scan",
+            .doc = "Joins adjacent ranges after sleeping a constant or exponentially distributed time.",
+            .inputs = {{"in", "json", "bench.series items"}},
+            .outputs = {{"out", "json", "the joined range"}},
+            .params = {ParamSpec::number("t_ms", 1.0).at_least(0).doc("mean time per combine"),
+                       ParamSpec::string("times", "exponential").choices({"constant", "exponential"}),
+                       ParamSpec::integer("seed", 1410), ParamSpec::integer("draws", 65536).at_least(1)}};
+  }
+  explicit MockScan(const Params& p) {
+    const double t = p.get<double>("t_ms") * 1e-3;
+    std::mt19937 rng(static_cast<std::uint32_t>(p.get<std::int64_t>("seed")));
+    std::exponential_distribution<double> exp(1.0 / t);
+    const bool constant = p.get<std::string>("times") == "constant";
+    for (std::int64_t i = 0; i < p.get<std::int64_t>("draws"); ++i) draws_.push_back(constant ? t : exp(rng));
+  }
+  Item combine(ScanContext&, const Item& left, const Item& right) const override {
+    const auto lo = left.json()["lo"].get<std::uint64_t>(), mid = left.json()["hi"].get<std::uint64_t>();
+    const auto r_lo = right.json()["lo"].get<std::uint64_t>(), hi = right.json()["hi"].get<std::uint64_t>();
+    if (mid + 1 != r_lo) throw Error("combined [" + std::to_string(lo) + ", " + std::to_string(mid) + "] with [" +
+                                     std::to_string(r_lo) + ", " + std::to_string(hi) + "]: not adjacent");
+    std::uint64_t h = lo * 0x9E3779B97F4A7C15ull ^ (hi + 0x632BE59BD9B4E019ull) * 0xC2B2AE3D27D4EB4Full;
+    h ^= h >> 29;
+    std::this_thread::sleep_for(std::chrono::duration<double>(draws_[h % draws_.size()]));
+    return Item{right.meta, Value(Json{{"lo", lo}, {"hi", hi}})};
+  }
+
+private:
+  std::vector<double> draws_;
+};
+
 }  // namespace
 
-FLOWD_PLUGIN("bench", "0.1.0", "Benchmark helpers", Images)
+FLOWD_PLUGIN("bench", "0.1.0", "Benchmark helpers", Images, Series, MockScan)

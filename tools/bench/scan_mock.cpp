@@ -12,12 +12,13 @@
 //                element's draw (a frame that is hard to register is hard
 //                whatever it is registered with); ranges with ranges hash.
 // The work-stealing and static hierarchical scans use one rank with one lane
-// per worker and dissemination for the lane partials.
+// per worker and dissemination (--partials) for the lane partials.
 //
 //   flowd-bench-scan-mock [--n 512] [--t-ms 1] [--runs 3] [--cost application|element]
 //                         [--workers 1,2,4,8,16,32,64]
-//                         [--strategies
-//                         sequential,dissemination,blelloch,ladner-fischer,static-hierarchical,work-stealing]
+//                         [--strategies sequential,dissemination,blelloch,ladner-fischer,static-hierarchical,
+//                                       work-stealing,work-stealing-paper-start]
+//                         [--partials dissemination|ladner-fischer|blelloch|sequential]
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -78,22 +79,21 @@ std::vector<std::string> word_list(const char* s) {
   return v;
 }
 
+// Work stealing with the paper's start positions (inner lanes in the middle
+// of their share) rather than flowd's (every lane at its share's left end).
+const std::string paper_start = "work-stealing-paper-start";
+
 double run_once(const std::string& strategy, int workers, const std::vector<Range>& x, const Mock& op,
-                sched::ScanStats& st) {
+                sched::ScanStrategy partials, sched::ScanStats& st) {
   exec::WorkerPool pool(std::make_unique<sched::FcfsQueue>(), exec::WorkerPool::cpu_workers(workers));
   Mock combine = op;
   const auto t0 = bench::Clock::now();
-  if (strategy == "static-hierarchical") {
-    sched::HierarchicalOptions h;
-    h.lanes = workers;
-    h.steal = false;
-    (void)sched::hierarchical_scan(std::span<const Range>(x), combine, h, pool, st);
-  } else {
-    sched::ScanOptions o;
-    o.strategy = *sched::parse_scan_strategy(strategy);
-    o.lanes = workers;
-    (void)sched::scan(std::span<const Range>(x), combine, o, pool, st);
-  }
+  sched::ScanOptions o;
+  o.paper_start = strategy == paper_start;
+  o.strategy = o.paper_start ? sched::ScanStrategy::work_stealing : *sched::parse_scan_strategy(strategy);
+  o.lanes = workers;
+  o.partials = partials;
+  (void)sched::scan(std::span<const Range>(x), combine, o, pool, st);
   return bench::seconds_since(t0);
 }
 
@@ -104,13 +104,15 @@ int main(int argc, char** argv) {
   double t_ms = 1.0;
   int runs = 3;
   std::string cost = "application";
+  std::string partials = "dissemination";
   std::vector<int> worker_counts = {1, 2, 4, 8, 16, 32, 64};
-  std::vector<std::string> strategies = {"sequential",     "dissemination",       "blelloch",
-                                         "ladner-fischer", "static-hierarchical", "work-stealing"};
+  std::vector<std::string> strategies = {"sequential",          "dissemination", "blelloch",
+                                         "ladner-fischer",      "static-hierarchical", "work-stealing",
+                                         paper_start};
   const auto usage = [&] {
     std::fprintf(stderr,
                  "usage: %s [--n N] [--t-ms T] [--runs R] [--cost application|element] [--workers 1,2,...] "
-                 "[--strategies a,b,...]\n",
+                 "[--strategies a,b,...] [--partials dissemination|ladner-fischer|blelloch|sequential]\n",
                  argv[0]);
     return 2;
   };
@@ -129,6 +131,8 @@ int main(int argc, char** argv) {
       worker_counts = int_list(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--strategies"))
       strategies = word_list(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--partials"))
+      partials = argv[i + 1];
     else
       return usage();
   }
@@ -137,10 +141,15 @@ int main(int argc, char** argv) {
     return 2;
   }
   for (const auto& s : strategies)
-    if (s != "static-hierarchical" && !sched::parse_scan_strategy(s)) {
+    if (s != paper_start && !sched::parse_scan_strategy(s)) {
       std::fprintf(stderr, "scan_mock: unknown strategy '%s'\n", s.c_str());
       return 2;
     }
+  const auto partial_plan = sched::parse_scan_strategy(partials);
+  if (!partial_plan || sched::is_hierarchical(*partial_plan)) {
+    std::fprintf(stderr, "scan_mock: --partials takes a static plan, not '%s'\n", partials.c_str());
+    return 2;
+  }
 
   const double t = t_ms / 1000.0;
   const std::size_t draws = std::max<std::size_t>(4096, n);
@@ -154,9 +163,9 @@ int main(int argc, char** argv) {
     x.push_back({i, i});
 
   std::printf(
-      "# scan of %zu elements, mock operator mean %.3g ms, cost per %s, median of %d runs; speedup over sequential on "
-      "1 worker\n",
-      n, t_ms, cost.c_str(), runs);
+      "# scan of %zu elements, mock operator mean %.3g ms, cost per %s, median of %d runs, lane partials by %s; "
+      "speedup over sequential on 1 worker\n",
+      n, t_ms, cost.c_str(), runs, partials.c_str());
   std::printf(
       "| strategy | workers | combines | depth | constant (s) | speedup | exponential (s) | speedup | steals (exp) "
       "|\n");
@@ -171,7 +180,7 @@ int main(int argc, char** argv) {
         const Mock op{mode == 0 ? &constant : &exponential, cost == "element"};
         std::vector<double> times;
         for (int r = 0; r < runs; ++r)
-          times.push_back(run_once(s, w, x, op, st[mode]));
+          times.push_back(run_once(s, w, x, op, *partial_plan, st[mode]));
         med[mode] = bench::median(times);
         const char* key = mode == 0 ? "c" : "e";
         if (s == "sequential" && w == 1) base[key] = med[mode];
@@ -186,12 +195,15 @@ int main(int argc, char** argv) {
                   static_cast<unsigned long long>(st[1].steals));
       std::fflush(stdout);
     }
-  std::printf("\n| workers | work-stealing vs static-hierarchical, constant | exponential |\n|---:|---:|---:|\n");
-  for (int w : worker_counts) {
-    const auto ws = seconds.find({"work-stealing", w}), st = seconds.find({"static-hierarchical", w});
-    if (ws == seconds.end() || st == seconds.end()) continue;
-    std::printf("| %d | %.2f× | %.2f× |\n", w, st->second.first / ws->second.first,
-                st->second.second / ws->second.second);
+  for (const std::string& ws_name : {std::string("work-stealing"), paper_start}) {
+    std::printf("\n| workers | %s vs static-hierarchical, constant | exponential |\n|---:|---:|---:|\n",
+                ws_name.c_str());
+    for (int w : worker_counts) {
+      const auto ws = seconds.find({ws_name, w}), st = seconds.find({"static-hierarchical", w});
+      if (ws == seconds.end() || st == seconds.end()) continue;
+      std::printf("| %d | %.2f× | %.2f× |\n", w, st->second.first / ws->second.first,
+                  st->second.second / ws->second.second);
+    }
   }
   return 0;
 }

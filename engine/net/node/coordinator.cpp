@@ -184,6 +184,18 @@ bool Coordinator::takes(std::size_t stage) const {
   return stage < core.is_map.size() && core.is_map[stage] && !core.closed;
 }
 
+std::vector<runtime::RemoteNode> Coordinator::nodes_for(std::size_t stage) const {
+  const auto& core = *core_;
+  std::lock_guard lock(core.m);
+  std::vector<runtime::RemoteNode> out;
+  if (stage >= core.stages.size() || core.closed || core.drained) return out;
+  for (const auto& [id, w] : core.workers)
+    if (w.live && !w.unavailable.contains(core.stages[stage].name) &&
+        placement_preference(core.stages[stage], w.view).has_value())
+      out.push_back({id, w.label(), static_cast<int>(std::max<std::uint32_t>(1, w.slots))});
+  return out;
+}
+
 void Coordinator::submit(runtime::RemoteTask task) {
   auto& core = *core_;
   {
@@ -200,6 +212,10 @@ void Coordinator::submit(runtime::RemoteTask task) {
       job->key = std::move(task.key);
       job->inputs = std::move(task.inputs);
       job->done = std::move(task.done);
+      job->ports = std::move(task.ports);
+      job->scan = std::move(task.scan);
+      job->pin = task.node;
+      if (job->pin) job->moved = true;  // never stolen: its node was chosen for it
       core.ready[job->order] = std::move(job);
     }
   }

@@ -224,7 +224,7 @@ void Coordinator::Loop::on_done(WorkerState& w, const wire::TaskDone& d, Turn& t
   for (std::uint32_t i = 0; i < d.outputs.size(); ++i) {
     const auto& o = d.outputs[i];
     auto item = std::make_shared<const ClusterItem>(host, ItemLocation{w.view.id, w.label(), o.ref.id, o.ref.bytes, {}},
-                                                    Lineage{job->stage, job->key, lineage_inputs, i});
+                                                    Lineage{job->stage, job->key, lineage_inputs, i, job->scan.is_null()});
     r.outputs.push_back(runtime::RemoteOutput{o.port, o.meta, std::move(item)});
   }
   core.forget(job, t);

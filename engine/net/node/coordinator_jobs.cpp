@@ -15,6 +15,13 @@ std::string Coordinator::Core::holder_label(std::uint32_t id) const {
 
 void Coordinator::Core::request_recompute(const std::shared_ptr<const ClusterItem>& item) {
   if (recomputing.contains(item.get())) return;
+  if (!item->lineage().remakeable) {
+    item->fail("its holder " + item->holder() + " is gone, and items a scan stage made on a worker node are not made again");
+    log(LogLevel::error, "item '" + item->lineage().key + "' of stage '" + stages[item->lineage().stage].name +
+                             "' is lost: its holder " + item->holder() + " is gone, and a scan's results are not recomputed");
+    cv.notify_all();
+    return;
+  }
   auto job = std::make_shared<Job>();
   job->order = next_order++;
   job->stage = item->lineage().stage;

@@ -68,8 +68,9 @@ void Coordinator::Loop::assign(JobPtr job, WorkerState& w, Turn& t) {
       spec.peers[0] = PeerAddress{core.data_endpoint, core.server_public_key};
     }
     a.inputs.push_back(std::move(ref));
-    spec.ports.push_back(static_cast<std::uint32_t>(p));
+    spec.ports.push_back(job->ports.empty() ? static_cast<std::uint32_t>(p) : job->ports.at(p));
   }
+  spec.scan = job->scan;
   a.spec = spec.to_json();
   job->published = std::move(published);
   if (const auto enc = wire::encode(0, a, limits); !enc) {
@@ -109,9 +110,17 @@ void Coordinator::Loop::schedule(Turn& t) {
   std::vector<std::pair<JobPtr, std::string>> to_fail;
   std::vector<std::shared_ptr<const ClusterItem>> to_recompute;
   std::size_t scanned = 0;
+  std::vector<JobPtr> pinned;
   for (const auto& [order, job] : core.ready) {
     if (scanned++ >= max_scan) break;
-    if (!best[job->stage]) {
+    if (job->pin) {
+      const auto w = core.workers.find(*job->pin);
+      if (w == core.workers.end() || !w->second.live) {
+        to_fail.emplace_back(job, "task '" + job->key + "' of stage '" + core.stages[job->stage].name +
+                                      "' must run on " + core.holder_label(*job->pin) + ", which is gone");
+        continue;
+      }
+    } else if (!best[job->stage]) {
       if (may_give_up) to_fail.emplace_back(job, cannot_run(job->stage));
       continue;
     }
@@ -139,7 +148,9 @@ void Coordinator::Loop::schedule(Turn& t) {
     }
     if (!bad.empty())
       to_fail.emplace_back(job, "task '" + job->key + "' of stage '" + core.stages[job->stage].name + "': " + bad);
-    else if (!blocked) {
+    else if (!blocked && job->pin) {
+      pinned.push_back(job);
+    } else if (!blocked) {
       cands.push_back(std::move(rt));
       cand_jobs.push_back(job);
     }
@@ -151,6 +162,9 @@ void Coordinator::Loop::schedule(Turn& t) {
   // New recomputes are considered on the next turn, right away.
   if (!to_recompute.empty()) core.wake();
 
+  // A scan rank's job waits for its own node.
+  for (const auto& job : pinned)
+    if (auto& w = core.workers.at(*job->pin); w.live && w.credit > 0) assign(job, w, t);
   for (auto& [id, w] : core.workers) {
     if (!w.live) continue;
     while (w.credit > 0 && !cands.empty()) {

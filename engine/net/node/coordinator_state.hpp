@@ -27,6 +27,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -73,6 +74,11 @@ struct Job {
   // killed by signal 11 (SIGSEGV)": at poison_losses it is failed, not retried.
   std::vector<std::string> losses;
   bool moved = false;                   // stolen once: never stealable again (TaskSpec::stealable)
+  // A scan rank's job (runtime::RemoteTask): inputs' ports, what it is, and
+  // the node that must run it.
+  std::vector<std::uint32_t> ports;
+  Json scan = nullptr;
+  std::optional<std::uint32_t> pin;
   bool internal() const noexcept { return target != nullptr; }
 };
 using JobPtr = std::shared_ptr<Job>;

@@ -87,6 +87,7 @@ Json TaskSpec::to_json() const {
   for (const auto& [id, a] : peers) p[std::to_string(id)] = {{"endpoint", a.endpoint}, {"public_key", a.public_key}};
   Json j = {{"key", key}, {"ports", ports}, {"peers", std::move(p)}, {"attempt", attempt}};
   if (!stealable) j["stealable"] = false;
+  if (!scan.is_null()) j["scan"] = scan;
   return j;
 }
 
@@ -115,6 +116,10 @@ TaskSpec TaskSpec::from_json(const Json& j) {
   if (const auto it = j.find("stealable"); it != j.end()) {
     if (!it->is_boolean()) throw Error("task spec: field 'stealable' must be true or false");
     s.stealable = it->get<bool>();
+  }
+  if (const auto it = j.find("scan"); it != j.end()) {
+    if (!it->is_object()) throw Error("task spec: field 'scan' must be an object");
+    s.scan = *it;
   }
   return s;
 }

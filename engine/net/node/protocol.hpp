@@ -57,6 +57,9 @@ struct TaskSpec {
   // steal_request, so no task moves back and forth. Absent in the JSON
   // means true (the field is only written when false).
   bool stealable = true;
+  // A scan rank's job (runtime/cluster_scan.cpp): what the job is; null for
+  // a map task. Its inputs may share a port.
+  Json scan = nullptr;
   Json to_json() const;
   static TaskSpec from_json(const Json& j);
 };

@@ -31,6 +31,9 @@ struct Lineage {
   std::string key;
   std::vector<runtime::CarriedPtr> inputs;  // by input port; null for unconnected ports
   std::uint32_t emission = 0;
+  // False for what a scan rank's job made: the job's lanes stole by timing,
+  // so a re-run need not emit the same items in the same order.
+  bool remakeable = true;
 };
 
 class ClusterItem;

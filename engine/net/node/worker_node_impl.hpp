@@ -159,6 +159,7 @@ struct WorkerNode::Impl {
   zio::RateLimitedLog reject_log;
   bool ran = false;
 
+  transport::ClientOptions client_options;  // for clients made after joining (a scan job's lookups)
   std::unique_ptr<FetchPool> pool;  // last: its threads use everything above
 
   // Joins, or throws flowd::Error naming the coordinator.
@@ -206,6 +207,9 @@ struct WorkerNode::Impl {
 
   // ---- fetcher threads (worker_node_fetch.cpp) ----
   void fetch_and_submit(transport::ItemClient& client, QueuedTask task);
+  void fetch_and_submit_scan(transport::ItemClient& client, QueuedTask task);
+  // An input from this node's store or its holder (throws flowd::Error).
+  Item pull(transport::ItemClient& client, const wire::ItemRef& ref, const TaskSpec& spec);
 
   // ---- after serving (worker_node.cpp) ----
   void shutdown();

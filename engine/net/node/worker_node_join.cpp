@@ -152,6 +152,7 @@ void WorkerNode::Impl::join() {
   transport::ClientOptions co;
   co.curve = options.curve;
   co.log = netlog;
+  client_options = co;
   pool = std::make_unique<FetchPool>(
       slots, co, [this](transport::ItemClient& c, QueuedTask t) { fetch_and_submit(c, std::move(t)); });
 

@@ -65,7 +65,7 @@ std::string WorkerNode::Impl::check(const wire::AssignTask& a, const TaskSpec& s
     if (p >= ports)
       return "input " + std::to_string(i) + " goes to port " + std::to_string(p) + ", but stage '" + a.stage +
              "' has " + std::to_string(ports) + " input port(s)";
-    if (seen[p]) return "two inputs go to port " + std::to_string(p);
+    if (seen[p] && spec.scan.is_null()) return "two inputs go to port " + std::to_string(p);
     seen[p] = true;
     const auto holder = a.inputs[i].holder;
     if (holder != worker_id && !spec.peers.contains(holder))

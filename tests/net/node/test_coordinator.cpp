@@ -217,7 +217,12 @@ struct Fixture {
   }
   runtime::RemoteTask task(std::size_t stage, const std::string& key, runtime::CarriedPtr in,
                            std::function<void(runtime::RemoteResult)> done) {
-    return runtime::RemoteTask{stage, key, {std::move(in)}, std::move(done)};
+    runtime::RemoteTask t;
+    t.stage = stage;
+    t.key = key;
+    t.inputs = {std::move(in)};
+    t.done = std::move(done);
+    return t;
   }
 };
 
