@@ -5,16 +5,17 @@
 //
 //  1. reduce job on rank r's segment: the lanes' ranges grown by stealing and
 //     the scan of their partials (sched::reduce_rank); its outputs, the lane
-//     prefixes and (stealing) each lane's x[start..k], stay on the node; the
+//     prefixes and each lane's x[start..k] (k > start), stay on the node; the
 //     lanes' ranges come back in the last output's metadata;
 //  2. here: G_r = G_{r-1} ⊙ (rank r's last lane prefix), r = 1 … R−1, the
 //     chain of the paper's global scan across ranks;
 //  3. finish job on rank r: every lane's prefix with G_{r-1} applied, then
 //     its range's results (sched::finish_rank); y_i stays on the node.
 //
-// Only the lane prefixes and the R totals travel; the elements are pulled
-// by their rank's node (usually from itself: the map before made them
-// there), and the items a combine reads by key are pulled when it asks.
+// Besides the elements, only references to the lane and right prefixes and
+// the R totals travel. A node pulls an element of its segment (usually from
+// itself: the map before made it there) and an item a combine reads by key
+// when a combine first needs it.
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -33,6 +34,8 @@ struct Round {
   std::condition_variable cv;
   std::vector<std::optional<RemoteResult>> results;
   std::size_t pending = 0;
+  std::optional<std::size_t> failed;  // the first rank whose job failed
+  bool over() const { return pending == 0 || failed; }
 };
 
 CarriedPtr remote_carried(RemoteOutput& o) {
@@ -91,8 +94,11 @@ std::vector<CarriedPtr> RunState::cluster_scan(StageState& s, const std::vector<
       t.stage = s.node->index;
       t.key = series[bound[r]]->item.meta.key;
       t.node = nodes[r].id;
+      Json keys = Json::array();
+      for (std::size_t i = bound[r]; i < bound[r + 1]; ++i) keys.push_back(series[i]->item.meta.key);
       Json spec = {{"phase", phase},
                    {"elements", bound[r + 1] - bound[r]},
+                   {"keys", std::move(keys)},
                    {"steal", s.node->strategy == sched::ScanStrategy::work_stealing},
                    {"lookup_keys", lookup_keys}};
       for (std::size_t i = bound[r]; i < bound[r + 1]; ++i) {
@@ -105,32 +111,35 @@ std::vector<CarriedPtr> RunState::cluster_scan(StageState& s, const std::vector<
       t.scan = std::move(spec);
       t.done = [round, r](RemoteResult res) {
         std::lock_guard lk(round->m);
+        if (!res.ok && !round->failed) round->failed = r;
         round->results[r] = std::move(res);
         --round->pending;
         round->cv.notify_all();
       };
       opts().remote->submit(std::move(t));
     }
-    // Wait, running this process's ready tasks meanwhile.
+    // Wait, running this process's ready tasks meanwhile; the first failure
+    // ends the scan (the other ranks' answers are dropped when they come).
     while (true) {
       {
         std::unique_lock lk(round->m);
-        if (round->pending == 0) break;
+        if (round->over()) break;
       }
       if (runner_.stopping()) throw Error("the run is stopping");
       if (!runner_.run_one(env.worker())) {
         std::unique_lock lk(round->m);
-        round->cv.wait_for(lk, std::chrono::milliseconds(2), [&] { return round->pending == 0; });
+        round->cv.wait_for(lk, std::chrono::milliseconds(2), [&] { return round->over(); });
       }
     }
-    std::vector<RemoteResult> out;
-    for (std::size_t r = 0; r < R; ++r) {
-      RemoteResult& res = *round->results[r];
-      if (!res.ok)
-        throw ItemError(res.key, "the scan's " + std::string(phase) + " job of rank " + std::to_string(r) + " on " +
-                                     nodes[r].name + " failed: " + res.error);
-      out.push_back(std::move(res));
+    std::lock_guard lk(round->m);
+    if (round->failed) {
+      const std::size_t r = *round->failed;
+      const RemoteResult& res = *round->results[r];
+      throw ItemError(res.key, "the scan's " + std::string(phase) + " job of rank " + std::to_string(r) + " on " +
+                                   nodes[r].name + " failed: " + res.error);
     }
+    std::vector<RemoteResult> out;
+    for (std::size_t r = 0; r < R; ++r) out.push_back(std::move(*round->results[r]));
     return out;
   };
 
@@ -173,7 +182,8 @@ std::vector<CarriedPtr> RunState::cluster_scan(StageState& s, const std::vector<
     std::size_t present = 0, right = 0;
     for (const auto& l : lanes_of[r]) {
       present += l.at("prefix").get<bool>();
-      right += l.at("rights").get<std::size_t>();
+      // x[start] itself is not sent back: the finish has the elements.
+      if (const auto n_r = l.at("rights").get<std::size_t>(); n_r > 0) right += n_r - 1;
     }
     auto& outs = reduced[r].outputs;
     if (present == 0 || outs.size() != present + right + 1)

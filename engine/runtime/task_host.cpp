@@ -6,6 +6,8 @@
 #include <chrono>
 #include <deque>
 #include <map>
+#include <mutex>
+#include <optional>
 
 #include "runtime/scan_combiner.hpp"
 #include "runtime/task_runner.hpp"
@@ -80,14 +82,30 @@ private:
   std::function<void(HostedResult)> done_;
 };
 
+// An element of a scan job's segment: pulled from its holder the first time
+// a combine needs it, then kept.
+class PulledOnce final : public RemoteItem {
+public:
+  PulledOnce(std::function<Item()> pull, std::string holder) : pull_(std::move(pull)), holder_(std::move(holder)) {}
+  Item fetch() const override {
+    std::lock_guard lk(m_);
+    if (!item_) item_ = pull_();
+    return *item_;
+  }
+  std::string holder() const override { return holder_; }
+
+private:
+  std::function<Item()> pull_;
+  std::string holder_;
+  mutable std::mutex m_;
+  mutable std::optional<Item> item_;
+};
+
 // A scan rank's half (cluster_scan.cpp) on this node's workers.
 class ScanJobTask final : public sched::Task {
 public:
-  ScanJobTask(TaskRunner& runner, Stage& s, std::string key, Json spec, std::vector<Item> operands,
-              std::vector<std::uint32_t> lookup_ports, std::function<Item(std::size_t)> lookup,
-              std::function<void(HostedResult)> done)
-      : runner_(runner), s_(s), key_(std::move(key)), spec_(std::move(spec)), operands_(std::move(operands)),
-        lookup_ports_(std::move(lookup_ports)), lookup_(std::move(lookup)), done_(std::move(done)) {}
+  ScanJobTask(TaskRunner& runner, Stage& s, std::string key, ScanJob job, std::function<void(HostedResult)> done)
+      : runner_(runner), s_(s), key_(std::move(key)), job_(std::move(job)), done_(std::move(done)) {}
 
   void run(sched::TaskEnv& env) override {
     HostedResult r;
@@ -112,38 +130,46 @@ private:
   using Outputs = std::vector<std::pair<std::size_t, Item>>;
 
   Outputs compute(sched::TaskEnv& env) {
-    const auto& keys = spec_.at("lookup_keys");
-    if (keys.size() != lookup_ports_.size())
-      throw Error("the job names " + std::to_string(keys.size()) + " keys for " + std::to_string(lookup_ports_.size()) +
-                  " items read by key");
+    const Json& spec = job_.spec;
+    const auto& lookup_keys = spec.at("lookup_keys");
+    if (lookup_keys.size() != job_.lookup_ports.size())
+      throw Error("the job names " + std::to_string(lookup_keys.size()) + " keys for " +
+                  std::to_string(job_.lookup_ports.size()) + " items read by key");
     std::map<std::pair<std::size_t, std::string>, std::size_t, std::less<>> by_key;
-    for (std::size_t i = 0; i < keys.size(); ++i)
-      by_key[{lookup_ports_[i], keys[i].get<std::string>()}] = i;
+    for (std::size_t i = 0; i < lookup_keys.size(); ++i)
+      by_key[{job_.lookup_ports[i], lookup_keys[i].get<std::string>()}] = i;
     detail::ScanCombiner combine(runner_, s_, [&](std::size_t port, std::string_view key) -> CarriedPtr {
       const auto it = by_key.find(std::pair{port, std::string(key)});
       if (it == by_key.end())
         throw Error("no item with key '" + std::string(key) + "' arrived on input '" +
                     s_.node->spec().inputs.at(port).name + "'");
-      return runner_.carry(lookup_(it->second), {}, nullptr);
+      return runner_.carry(job_.lookup(it->second), {}, nullptr);
     });
-    const auto n = spec_.at("elements").get<std::size_t>();
-    if (n == 0 || operands_.size() < n)
-      throw Error("the job has " + std::to_string(operands_.size()) + " operands for " + std::to_string(n) + " elements");
+    const auto& keys = spec.at("keys");
+    const auto n = spec.at("elements").get<std::size_t>();
+    if (n == 0 || keys.size() != n || job_.element_holders.size() != n)
+      throw Error("the job names " + std::to_string(keys.size()) + " keys and " +
+                  std::to_string(job_.element_holders.size()) + " holders for " + std::to_string(n) + " elements");
     std::vector<CarriedPtr> x;
-    for (std::size_t i = 0; i < n; ++i)
-      x.push_back(runner_.carry(std::move(operands_[i]), {}, nullptr));
+    for (std::size_t i = 0; i < n; ++i) {
+      auto c = std::make_shared<Carried>();
+      c->item.meta.key = keys[i].get<std::string>();
+      c->remote = std::make_shared<PulledOnce>([this, i] { return job_.element(i); }, job_.element_holders[i]);
+      x.push_back(std::move(c));
+    }
     sched::HierarchicalOptions h;
     h.runs_on = detail::scan_kinds(s_);
     h.lanes = detail::scan_lanes(runner_, h.runs_on);
-    h.steal = spec_.at("steal").get<bool>();
+    h.steal = spec.at("steal").get<bool>();
     detail::HelpingPool pool(runner_, env.worker());
     sched::ScanStats st;
     Outputs out;
     Json lanes = Json::array();
-    const std::string phase = spec_.at("phase").get<std::string>();
+    const std::string phase = spec.at("phase").get<std::string>();
     if (phase == "reduce") {
       const auto half = sched::reduce_rank(std::span<const CarriedPtr>(x), combine, h, pool, st);
-      // The lane prefixes, then every lane's right prefixes.
+      // The lane prefixes, then every lane's right prefixes but the first
+      // (x[start] itself, which the finish has).
       for (const auto& l : half.lanes) {
         lanes.push_back({{"first", l.first},
                          {"last", l.last},
@@ -154,17 +180,17 @@ private:
         if (l.prefix) out.emplace_back(0, host_copy(*l.prefix));
       }
       for (const auto& l : half.lanes)
-        for (const auto& r : l.right_prefix) out.emplace_back(0, host_copy(r));
+        for (std::size_t k = 1; k < l.right_prefix.size(); ++k) out.emplace_back(0, host_copy(l.right_prefix[k]));
     } else if (phase == "finish") {
-      lanes = spec_.at("lanes");
+      lanes = spec.at("lanes");
       h.lanes = static_cast<int>(lanes.size());
-      std::size_t next = n;
+      std::size_t next = 0;
       auto operand = [&]() -> CarriedPtr {
-        if (next >= operands_.size()) throw Error("the job has too few operands for its lanes");
-        return runner_.carry(std::move(operands_[next++]), {}, nullptr);
+        if (next >= job_.operands.size()) throw Error("the job has too few operands for its lanes");
+        return runner_.carry(std::move(job_.operands[next++]), {}, nullptr);
       };
       std::optional<CarriedPtr> received;
-      if (spec_.at("received").get<bool>()) received = operand();
+      if (spec.at("received").get<bool>()) received = operand();
       const CarriedPtr total = operand();
       sched::RankPartials<CarriedPtr> half;
       for (const auto& l : lanes) {
@@ -176,8 +202,16 @@ private:
         if (l.at("prefix").get<bool>()) lane.prefix = operand();
         half.lanes.push_back(std::move(lane));
       }
-      for (std::size_t i = 0; i < lanes.size(); ++i)
-        for (auto k = lanes[i].at("rights").get<std::size_t>(); k > 0; --k) half.lanes[i].right_prefix.push_back(operand());
+      for (std::size_t i = 0; i < lanes.size(); ++i) {
+        auto& lane = half.lanes[i];
+        const auto rights = lanes[i].at("rights").get<std::size_t>();
+        if (rights == 0) continue;
+        if (lane.start >= n) throw Error("lane " + std::to_string(i) + " starts outside the segment");
+        lane.right_prefix.push_back(x[lane.start]);
+        for (std::size_t k = 1; k < rights; ++k) lane.right_prefix.push_back(operand());
+      }
+      if (next != job_.operands.size())
+        throw Error("the job has " + std::to_string(job_.operands.size() - next) + " operands more than its lanes use");
       const auto y = sched::finish_rank(std::span<const CarriedPtr>(x), half, received, std::optional<CarriedPtr>(total),
                                         combine, h, pool, st);
       for (std::size_t i = 0; i < y.size(); ++i) {
@@ -198,8 +232,10 @@ private:
     return out;
   }
 
-  // Results leave the node from host memory.
+  // Results leave the node from host memory; an element that is its own
+  // result is pulled (it is usually held here anyway).
   Item host_copy(const CarriedPtr& c) {
+    if (c->remote) return c->remote->fetch();
     Item scratch;
     const Item& on_host = runner_.on_host(*c, scratch);
     return &on_host == &scratch ? std::move(scratch) : on_host;
@@ -208,10 +244,7 @@ private:
   TaskRunner& runner_;
   Stage& s_;
   std::string key_;
-  Json spec_;
-  std::vector<Item> operands_;
-  std::vector<std::uint32_t> lookup_ports_;
-  std::function<Item(std::size_t)> lookup_;
+  ScanJob job_;
   std::function<void(HostedResult)> done_;
 };
 
@@ -278,13 +311,10 @@ void TaskHost::submit(const std::string& stage, std::string key, std::vector<std
   runner.submit(std::move(task), nullptr);
 }
 
-void TaskHost::submit_scan(const std::string& stage, std::string key, Json spec, std::vector<Item> operands,
-                           std::vector<std::uint32_t> lookup_ports, std::function<Item(std::size_t)> lookup,
+void TaskHost::submit_scan(const std::string& stage, std::string key, ScanJob job,
                            std::function<void(HostedResult)> done) {
   Stage* s = &this->stage(stage, Pattern::scan);
-  state_->runner.submit(std::make_unique<ScanJobTask>(state_->runner, *s, std::move(key), std::move(spec),
-                                                      std::move(operands), std::move(lookup_ports), std::move(lookup),
-                                                      std::move(done)),
+  state_->runner.submit(std::make_unique<ScanJobTask>(state_->runner, *s, std::move(key), std::move(job), std::move(done)),
                         nullptr);
 }
 

@@ -29,6 +29,22 @@ struct HostedResult {
   double seconds = 0;  // the operator's time
 };
 
+// What a scan rank's job brings (docs/cluster.md, "Runtime protocol").
+struct ScanJob {
+  Json spec;  // TaskSpec::scan: "phase" (reduce | finish), "keys" of the elements, "steal", "lookup_keys", …
+  // The segment's elements, pulled when a combine first needs one (a finish
+  // needs only those it scans in a chain), each once.
+  std::function<Item(std::size_t)> element;
+  std::vector<std::string> element_holders;  // for messages
+  // A finish's other operands, in order: the prefix received, the total,
+  // the lane prefixes, the lanes' right prefixes.
+  std::vector<Item> operands;
+  // Items a combine reads by key: the i-th is spec["lookup_keys"][i] of
+  // input lookup_ports[i], pulled when asked.
+  std::vector<std::uint32_t> lookup_ports;
+  std::function<Item(std::size_t)> lookup;
+};
+
 class TaskHost {
 public:
   // `graph` holds the stages this node can run (workflow::open_map_stages):
@@ -48,16 +64,10 @@ public:
   void submit(const std::string& stage, std::string key, std::vector<std::optional<Item>> inputs,
               std::function<void(HostedResult)> done);
   // A cluster scan's rank job (runtime/cluster_scan.cpp) on scan stage
-  // `stage`: `spec` says which half ("phase": "reduce" | "finish") over how
-  // many "elements"; `operands` are its port-0 inputs in order (the
-  // elements, then for a finish the prefix received, the total and the lane
-  // prefixes); `lookup(i)` pulls the i-th item a combine may read by key
-  // ("lookup_keys"[i], of input lookup_ports[i]). Outputs: the lane prefixes
-  // (reduce) or y of every element (finish), then an empty item whose
-  // attrs["flowd.scan"] is the job's record (lanes, combines, busy time).
-  void submit_scan(const std::string& stage, std::string key, Json spec, std::vector<Item> operands,
-                   std::vector<std::uint32_t> lookup_ports, std::function<Item(std::size_t)> lookup,
-                   std::function<void(HostedResult)> done);
+  // `stage`. Outputs: the lane prefixes and right prefixes (reduce) or y of
+  // every element (finish), then an empty item whose attrs["flowd.scan"] is
+  // the job's record (lanes, combines, busy time).
+  void submit_scan(const std::string& stage, std::string key, ScanJob job, std::function<void(HostedResult)> done);
   bool has_stage(const std::string& stage) const;
   // Worker threads (CPU + GPU-like): how many tasks run at once.
   int slots() const;

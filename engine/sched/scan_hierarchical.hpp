@@ -260,8 +260,8 @@ public:
       lanes_[l].pr = in.last + a_;
       if (in.prefix) restored_[l] = V{*in.prefix, in.depth};
       if (in.first > in.last) continue;
-      if (o_.steal && (in.start < in.first || in.start > in.last || in.right_prefix.empty() ||
-                       in.right_prefix.size() > in.last - in.start + 1))
+      if (in.start < in.first || in.start > in.last || in.right_prefix.empty() ||
+          in.right_prefix.size() > in.last - in.start + 1)
         throw std::invalid_argument("a lane's start or right prefixes do not fit its range");
       lanes_[l].start = in.start + a_;
       lanes_[l].right_prefix.clear();
@@ -394,15 +394,16 @@ private:
       me.op_since_ns.store(0, std::memory_order_release);
       if (i < lo || i >= hi) ++me.steals;
       // Only while res is x[start..i]: no element left of start taken yet.
-      if (o_.steal && !left && me.pl == me.start && i == me.start + me.right_prefix.size())
+      if (!left && me.pl == me.start && i == me.start + me.right_prefix.size())
         me.right_prefix.push_back(*me.res);
     };
     if (!o_.steal) {
       for (std::size_t i = lo; i < hi; ++i)
         owner_[i - a_].store(static_cast<int>(l), std::memory_order_relaxed);
-      me.pl = lo;
+      me.pl = me.start = lo;
       me.pr = hi - 1;
       me.res = V{x_[lo], 0};
+      me.right_prefix.assign(1, *me.res);
       for (std::size_t i = lo + 1; i < hi; ++i)
         grow(i, false);
       return;
@@ -440,17 +441,26 @@ private:
     }
   }
 
-  // Phase 4. Static: lane l's range in a chain. With stealing: lane l's elements left of its start are scanned
-  // in a chain from the prefix before the lane; those it reached growing
-  // only rightwards, x[start..k] known from phase 1, are each one
-  // independent combine y_k = y_{start-1} ⊙ x[start..k], taken by whichever
-  // workers are free (helper nodes, one per element of the share, drawing
-  // from the lane's counter); the rest (taken after growing left) are a
-  // chain from the last of those. The same combines as the lane's chain, but
-  // the slowest lanes' final phase is spread over every worker.
+  // Phase 4. Lane l's elements left of its start are scanned in a chain
+  // from the prefix before the lane; those it reached growing only
+  // rightwards, x[start..k] known from phase 1, are each one independent
+  // combine y_k = y_{start-1} ⊙ x[start..k] (none at all when nothing is
+  // before the lane: the first lane's x[start..k] are its results); the rest
+  // (taken after growing left) are a chain from the last of those. As many
+  // combines as the lane's chain would take. Static: the lane makes them all
+  // itself (its range is its share, all reached rightwards). Stealing: the
+  // independent ones are taken by whichever workers are free (helper nodes,
+  // one per element of the share, drawing from the lane's counter), so the
+  // slowest lanes' final phase is spread over every worker.
   void add_final_to(TaskGraph& g, std::size_t l, const std::vector<TaskGraph::NodeId>& apply_node) {
-    if (!o_.steal) {  // static: the lane's chain
-      const auto fin = g.add_on_worker([this, l](const WorkerInfo& w) { scan_range(l, w); }, o_.runs_on);
+    if (!o_.steal) {  // static: the lane makes all of its range's results itself
+      const auto fin = g.add_on_worker(
+          [this, l](const WorkerInfo& w) {
+            scan_left(l, w);
+            scan_independent(l, w);
+            scan_tail(l, w);
+          },
+          o_.runs_on);
       g.precede(apply_node[l], fin);
       if (l) g.precede(apply_node[l - 1], fin);
       return;
@@ -539,17 +549,6 @@ private:
   void apply_prefix(std::size_t l, const WorkerInfo& w) {
     OptV mine = lane_prefix(l);
     applied_[l] = received_ ? meter_.apply(first_lane_ + l, combine_, w, OptV{V{*received_, 0}}, mine) : mine;
-  }
-
-  // Phase 4b: the lane's range, from the prefix before it (the previous
-  // lane's applied value, or what the rank received); its last element is
-  // applied_[l], already known.
-  void scan_range(std::size_t l, const WorkerInfo& w) {
-    const Lane& me = lanes_[l];
-    if (me.pl > me.pr) return;
-    chain(l, before_lane(l), me.pl, me.pr, w);
-    y_[me.pr] = applied_[l]->value;
-    note_depth(applied_[l]->depth);
   }
 
   std::span<const T> x_;

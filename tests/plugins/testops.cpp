@@ -369,11 +369,13 @@ public:
   static std::vector<ParamSpec> params() {
     return {ParamSpec::integer("sleep_ms", 0).at_least(0),
             ParamSpec::integer("fail_at", -1).doc("fail a combine reaching element i"),
+            ParamSpec::integer("crash_at", -1).doc("abort the process in a combine reaching element i"),
             ParamSpec::string("frames_prefix", "").doc("check ctx.item(\"frames\", prefix/hi) in every combine")};
   }
   explicit TestScan(const Params& p)
       : sleep_ms_(p.get<std::int64_t>("sleep_ms")),
         fail_at_(p.get<std::int64_t>("fail_at")),
+        crash_at_(p.get<std::int64_t>("crash_at")),
         frames_prefix_(p.get<std::string>("frames_prefix")) {}
 
 protected:
@@ -384,6 +386,7 @@ protected:
       throw Error("combined [" + std::to_string(lo) + ", " + std::to_string(mid) + "] with [" + r["lo"].dump() + ", " +
                   std::to_string(hi) + "]: not adjacent");
     if (hi == fail_at_) throw Error("asked to fail at " + std::to_string(hi));
+    if (hi == crash_at_) std::abort();
     if (!frames_prefix_.empty()) {
       const Item& f = ctx.item("frames", frames_prefix_ + "/" + std::to_string(hi));
       if (f.json()["i"].get<std::int64_t>() != hi) throw Error("frame " + std::to_string(hi) + " has the wrong i");
@@ -393,7 +396,7 @@ protected:
   }
 
 private:
-  std::int64_t sleep_ms_, fail_at_;
+  std::int64_t sleep_ms_, fail_at_, crash_at_;
   std::string frames_prefix_;
 };
 

@@ -310,6 +310,57 @@ TEST(RegistrationCli, AnUnreadableFrameFailsNamingItsFile) {
   EXPECT_TRUE(!fs::exists(dir / "out") || fs::is_empty(dir / "out"));
 }
 
+namespace {
+
+// The frames of `p` as a 3-D u16 dataset "stack" of an HDF5 file.
+void write_series_h5(const tem::Params& p, const fs::path& file) {
+  std::vector<std::uint16_t> data;
+  for (int k = 0; k < p.frames; ++k) {
+    const cv::Mat m = tem::generate(p, k);
+    ASSERT_EQ(m.type(), CV_16UC1);
+    for (int r = 0; r < m.rows; ++r)
+      data.insert(data.end(), m.ptr<std::uint16_t>(r), m.ptr<std::uint16_t>(r) + m.cols);
+  }
+  const hsize_t dims[3] = {static_cast<hsize_t>(p.frames), static_cast<hsize_t>(p.height),
+                           static_cast<hsize_t>(p.width)};
+  const hid_t f = H5Fcreate(file.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  const hid_t space = H5Screate_simple(3, dims, nullptr);
+  const hid_t ds = H5Dcreate2(f, "stack", H5T_NATIVE_UINT16, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  ASSERT_GE(H5Dwrite(ds, H5T_NATIVE_UINT16, H5S_ALL, H5S_ALL, H5P_DEFAULT, data.data()), 0);
+  H5Dclose(ds);
+  H5Sclose(space);
+  H5Fclose(f);
+}
+
+}  // namespace
+
+// A cluster run: the pairwise registrations on two worker processes, the
+// scan with each of them as a rank (two lanes each) and the coordinator
+// chaining their totals; the combines pull the frames, which the
+// coordinator holds, when they need them. Every frame within a tenth of a
+// pixel of its true motion, as in one process.
+TEST(RegistrationCli, AClusterRunScansWithTheWorkerProcessesAsRanks) {
+  tem::Params p = series_params();
+  p.frames = 12;
+  const fs::path dir = test::scratch();
+  const fs::path file = dir / "series.h5";
+  write_series_h5(p, file);
+  const auto r = test::flowd_cmd(dir,
+                                 {"run", std::string(FLOWD_SOURCE_DIR) + "/docs/examples/registration-hdf5.json", "--set",
+                                  "input=" + file.string(), "--set", "dataset=stack", "--set",
+                                  "output=" + (dir / "out").string(), "--workers", "2", "--worker-cpus", "2",
+                                  "--no-progress"},
+                                 "FLOWD_PLUGIN_PATH=" + std::string(FLOWD_TEST_PLUGIN_DIR));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("5 lanes, "), std::string::npos) << r.err;  // 2 × 2 on the workers, the coordinator's
+  EXPECT_NE(r.err.find(", 2 ranks"), std::string::npos) << r.err;
+  const auto rows = reg::parse_deformations(test::slurp(dir / "out" / "deformations.csv"));
+  ASSERT_EQ(rows.size(), static_cast<std::size_t>(p.frames));
+  for (int k = 0; k < p.frames; ++k)
+    EXPECT_LT(reg::Rigid::distance(rows[static_cast<std::size_t>(k)].phi, truth_of(p, k), p.width, p.height), 0.1)
+        << rows[static_cast<std::size_t>(k)].frame;
+}
+
 // docs/examples/registration-hdf5.json: the series as a 3-D dataset (frames,
 // rows, columns) of an HDF5 file, through the command line; every frame
 // within a tenth of a pixel of its true motion.
@@ -318,24 +369,7 @@ TEST(RegistrationCli, AnHdf5SeriesThroughTheDocumentedWorkflow) {
   p.frames = 8;
   const fs::path dir = test::scratch();
   const fs::path file = dir / "series.h5";
-  std::vector<std::uint16_t> data;
-  for (int k = 0; k < p.frames; ++k) {
-    const cv::Mat m = tem::generate(p, k);
-    ASSERT_EQ(m.type(), CV_16UC1);
-    for (int r = 0; r < m.rows; ++r)
-      data.insert(data.end(), m.ptr<std::uint16_t>(r), m.ptr<std::uint16_t>(r) + m.cols);
-  }
-  {
-    const hsize_t dims[3] = {static_cast<hsize_t>(p.frames), static_cast<hsize_t>(p.height),
-                             static_cast<hsize_t>(p.width)};
-    const hid_t f = H5Fcreate(file.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-    const hid_t space = H5Screate_simple(3, dims, nullptr);
-    const hid_t ds = H5Dcreate2(f, "stack", H5T_NATIVE_UINT16, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    ASSERT_GE(H5Dwrite(ds, H5T_NATIVE_UINT16, H5S_ALL, H5S_ALL, H5P_DEFAULT, data.data()), 0);
-    H5Dclose(ds);
-    H5Sclose(space);
-    H5Fclose(f);
-  }
+  write_series_h5(p, file);
   const auto r = test::flowd_cmd(dir,
                                  {"run", std::string(FLOWD_SOURCE_DIR) + "/docs/examples/registration-hdf5.json", "--set",
                                   "input=" + file.string(), "--set", "dataset=stack", "--set",

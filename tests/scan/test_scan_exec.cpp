@@ -143,10 +143,11 @@ TEST(Scan, EveryStrategyGivesTheSequentialResultForConcatenation) {
 }
 
 // One rank, T lanes, equal shares, n ≥ T: each lane reduces its share (its
-// length − 1 combines), the T partials are scanned by dissemination, and each
-// lane scans its share but for the last element (known), lane 0 also
-// without its first when that is not its last (nothing comes before it):
-// 2(n − T) − [⌊n/T⌋ ≥ 2] + T·⌈log T⌉ − 2^⌈log T⌉ + 1.
+// length − 1 combines), the T partials are scanned by dissemination, and
+// each lane makes its share's results but for the last (known) — lane 0 none
+// at all: nothing comes before it, so the prefixes of its reduction are its
+// results (n0 = ⌊n/T⌋ its share's length):
+// 2(n − T) − (n0 − 1 when n0 ≥ 2) + T·⌈log T⌉ − 2^⌈log T⌉ + 1.
 TEST(Scan, StaticHierarchicalCountsItsCombines) {
   auto pl = pool(2);
   auto cat = [](const std::string& a, const std::string& b) { return a + b; };
@@ -156,7 +157,8 @@ TEST(Scan, StaticHierarchicalCountsItsCombines) {
       ScanStats st;
       (void)run(Config{"static", ScanStrategy::work_stealing, lanes, 1, true}, words(n), cat, pl, st);
       const std::size_t t = static_cast<std::size_t>(lanes), lg = ceil_log2(t);
-      EXPECT_EQ(st.combines, 2 * (n - t) - (n / t >= 2 ? 1 : 0) + t * lg - ((std::size_t{1} << lg) - 1));
+      const std::size_t n0 = n / t;
+      EXPECT_EQ(st.combines, 2 * (n - t) - (n0 >= 2 ? n0 - 1 : 0) + t * lg - ((std::size_t{1} << lg) - 1));
       EXPECT_EQ(st.steals, 0u);
       EXPECT_FALSE(st.stealing);
       EXPECT_EQ(st.lane_ops.size(), t);

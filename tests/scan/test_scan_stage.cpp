@@ -143,6 +143,21 @@ TEST(ScanStage, AClusterRunScansOnTheWorkerNodesAsRanks) {
       }
 }
 
+// A worker node dies in the middle of its rank's job: the job is not run
+// elsewhere (another node has its own segment), and what the dead node made
+// is not recomputed; the run fails naming the node, writes nothing, and
+// does not hang.
+TEST(ScanStage, AWorkerNodeLostDuringTheScanFailsTheRunNamingIt) {
+  const auto dir = test::scratch();
+  std::ofstream(dir / "wf.json") << scan_workflow("test.concat", 30, "work-stealing", (dir / "out.txt").string(),
+                                                  R"(, "crash_at": 23)");
+  const auto r = test::flowd_cmd(dir, {"wf.json", "--workers", "2", "--worker-cpus", "2", "--no-progress"});
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.err.find("job of rank 1 on worker"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("which is gone"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir / "out.txt"));
+}
+
 TEST(ScanStage, TheStaticHierarchicalScanRunsOnTheWorkerNodesToo) {
   const auto dir = test::scratch();
   std::ofstream(dir / "wf.json") << scan_workflow("test.matmul2", 41, "static-hierarchical", (dir / "out.txt").string());

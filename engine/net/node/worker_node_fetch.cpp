@@ -73,17 +73,26 @@ Item WorkerNode::Impl::pull(transport::ItemClient& client, const wire::ItemRef& 
   return item;
 }
 
-// A scan rank's job: its port-0 inputs now, the items a combine reads by key
-// when it asks (through a client of the job's own: fetchers go on).
+// A scan rank's job: the operands of a finish now; the segment's elements
+// and the items a combine reads by key when a combine needs them (through a
+// client of the job's own, so fetchers go on; a finish needs only the
+// elements it scans in a chain).
 void WorkerNode::Impl::fetch_and_submit_scan(transport::ItemClient& client, QueuedTask task) {
   const std::string what = "scan job " + std::to_string(task.task_id) + " of stage '" + task.stage + "'";
-  std::vector<Item> operands;
-  std::vector<wire::ItemRef> lazy;
-  std::vector<std::uint32_t> lazy_ports;
+  const auto elements = task.spec.scan.value("elements", std::size_t{0});
+  runtime::ScanJob job;
+  job.spec = task.spec.scan;
+  std::vector<wire::ItemRef> element_refs, lookup_refs;
   for (std::size_t i = 0; i < task.inputs.size(); ++i) {
+    const auto& ref = task.inputs[i];
     if (task.spec.ports[i] != 0) {
-      lazy.push_back(task.inputs[i]);
-      lazy_ports.push_back(task.spec.ports[i]);
+      lookup_refs.push_back(ref);
+      job.lookup_ports.push_back(task.spec.ports[i]);
+      continue;
+    }
+    if (element_refs.size() < elements) {
+      element_refs.push_back(ref);
+      job.element_holders.push_back(ref.holder == worker_id ? "this node" : "holder " + std::to_string(ref.holder));
       continue;
     }
     if (stopping) {
@@ -91,34 +100,40 @@ void WorkerNode::Impl::fetch_and_submit_scan(transport::ItemClient& client, Queu
       return;
     }
     try {
-      operands.push_back(pull(client, task.inputs[i], task.spec));
+      job.operands.push_back(pull(client, ref, task.spec));
     } catch (const std::exception& e) {
       complete({task.task_id, false, true,
-                what + ": cannot pull operand " + wire::describe(task.inputs[i].id) + " from holder " +
-                    std::to_string(task.inputs[i].holder) + ": " + e.what(),
+                what + ": cannot pull operand " + wire::describe(ref.id) + " from holder " + std::to_string(ref.holder) +
+                    ": " + e.what(),
                 0,
                 {}});
       return;
     }
   }
-  struct Lookups {
-    explicit Lookups(const transport::ClientOptions& o) : client(o) {}
-    std::mutex m;  // a client is single-threaded; the job's lanes take turns
+  // A few clients, so that lanes asking for different items at once pull
+  // them in parallel (a client is single-threaded: each has its turn lock).
+  struct Client {
+    explicit Client(const transport::ClientOptions& o) : client(o) {}
+    std::mutex m;
     transport::ItemClient client;
   };
-  auto lookups = std::make_shared<Lookups>(client_options);
-  auto lookup = [this, lookups, lazy = std::move(lazy), spec = task.spec](std::size_t i) -> Item {
-    std::lock_guard lock(lookups->m);
+  constexpr std::size_t clients = 4;
+  auto pullers = std::make_shared<std::deque<Client>>();
+  for (std::size_t i = 0; i < clients; ++i) pullers->emplace_back(client_options);
+  auto pull_one = [this, pullers, spec = task.spec](const wire::ItemRef& ref, std::size_t which) -> Item {
+    Client& c = (*pullers)[which % pullers->size()];
+    std::lock_guard lock(c.m);
     try {
-      return pull(lookups->client, lazy.at(i), spec);
+      return pull(c.client, ref, spec);
     } catch (const std::exception& e) {
-      throw Error("cannot pull " + wire::describe(lazy.at(i).id) + " from holder " + std::to_string(lazy.at(i).holder) +
-                  ": " + e.what());
+      throw Error("cannot pull " + wire::describe(ref.id) + " from holder " + std::to_string(ref.holder) + ": " +
+                  e.what());
     }
   };
+  job.element = [pull_one, refs = std::move(element_refs)](std::size_t i) { return pull_one(refs.at(i), i); };
+  job.lookup = [pull_one, refs = std::move(lookup_refs)](std::size_t i) { return pull_one(refs.at(i), i); };
   std::lock_guard lock(submit_m);
-  host->submit_scan(task.stage, task.spec.key, task.spec.scan, std::move(operands), std::move(lazy_ports),
-                    std::move(lookup),
+  host->submit_scan(task.stage, task.spec.key, std::move(job),
                     [this, id = task.task_id, key = task.spec.key, stage_name = task.stage](runtime::HostedResult r) {
                       hosted(id, key, stage_name, std::move(r));
                     });
