@@ -45,7 +45,7 @@ scan_seconds() {  # workflow ranks lanes
 median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
 
 echo "n=$n t_ms=$t_ms times=$times repeats=$reps"
-printf '%-8s %8s %12s %12s %8s\n' ranks lanes static_s stealing_s ratio
+printf '%-12s %8s %12s %12s %8s\n' ranks_x_lanes workers static_s stealing_s ratio
 for c in $configs; do
   ranks=${c%x*}
   lanes=${c#*x}
@@ -56,5 +56,5 @@ for c in $configs; do
   done
   ms=$(printf '%s\n' "${s[@]}" | median)
   mw=$(printf '%s\n' "${w[@]}" | median)
-  printf '%-8s %8s %12.4f %12.4f %7.2fx\n' "$ranks" "$((ranks * lanes))" "$ms" "$mw" "$(echo "$ms / $mw" | bc -l)"
+  printf '%-12s %8s %12.4f %12.4f %7.2fx\n' "${ranks}x${lanes}" "$((ranks * lanes))" "$ms" "$mw" "$(echo "$ms / $mw" | bc -l)"
 done
