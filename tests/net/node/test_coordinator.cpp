@@ -341,6 +341,50 @@ TEST(Coordinator, DemandDrivenAssignment) {
   f.coord->drain();
 }
 
+// A scan rank's job (runtime/cluster_scan.cpp) is pinned to its node: another
+// node asking for work does not get it, its node does, with its inputs'
+// ports and scan section in the spec, never stealable; once its node is
+// gone it fails naming the node.
+TEST(Coordinator, APinnedJobGoesOnlyToItsNodeAndFailsWhenTheNodeIsGone) {
+  Fixture f;
+  FakeWorker w1(f.coord->endpoint(), {.name = "w1"});
+  FakeWorker w2(f.coord->endpoint(), {.name = "w2"});
+  f.coord->wait_for_workers(2, patience);
+  const auto nodes = f.coord->nodes_for(f.a);
+  ASSERT_EQ(nodes.size(), 2u);
+  Results res;
+  auto job = f.task(f.a, "k0", local("k0", 0), res.sink());
+  job.inputs.push_back(local("k1", 1));
+  job.ports = {0, 0};
+  job.scan = Json{{"phase", "reduce"}};
+  job.node = w2.id();
+  f.coord->submit(std::move(job));
+  w1.send(wire::RequestWork{2, 0});
+  EXPECT_TRUE(w1.none<wire::AssignTask>(300ms)) << "pinned to w2";
+  w2.send(wire::RequestWork{1, 0});
+  const auto t = w2.expect<wire::AssignTask>();
+  ASSERT_TRUE(t);
+  const auto spec = TaskSpec::from_json(t->spec);
+  EXPECT_EQ(spec.ports, (std::vector<std::uint32_t>{0, 0}));
+  EXPECT_EQ(spec.scan["phase"], "reduce");
+  EXPECT_FALSE(spec.stealable);
+
+  // Pinned to a node that leaves: failed, naming it.
+  auto orphan = f.task(f.a, "k2", local("k2", 2), res.sink());
+  const std::uint32_t gone = w1.id();
+  orphan.node = gone;
+  w1.crash();
+  wait_workers(*f.coord, 1);
+  f.coord->submit(std::move(orphan));
+  w2.send(wire::RequestWork{1, 0});
+  ASSERT_TRUE(res.wait(1));
+  EXPECT_FALSE(res.got[0].ok);
+  EXPECT_NE(res.got[0].error.find("must run on worker " + std::to_string(gone) + " (w1), which is gone"),
+            std::string::npos)
+      << res.got[0].error;
+  f.coord->drain();
+}
+
 TEST(Coordinator, LocalityPreferred) {
   Fixture f;
   FakeWorker w1(f.coord->endpoint(), {.name = "w1"});
