@@ -19,27 +19,31 @@ say() { echo "$*" | tee -a "$summary"; }
 pack_logs() { cp "$summary" "$logs/" 2>/dev/null; tar -czf "$out/device-check.tar.gz" -C /tmp dc 2>/dev/null; }
 trap pack_logs EXIT
 
-# The build's paths are absolute (/work/main/build-gpu/...): recreate them.
+# The build's paths are absolute (the source and build folders of the machine
+# that packed it, .device/paths from pack.py): recreate them here.
+src=$(sed -n 's/^source=//p' .device/paths 2>/dev/null)
+build=$(sed -n 's/^build=//p' .device/paths 2>/dev/null)
+if [[ -z $src || -z $build ]]; then say "device-check: .device/paths is missing or incomplete: rerun tools/gpu/pack.py"; exit 2; fi
 root=$(pwd -P)
-if [[ $root != /work/main ]]; then
-  if [[ -e /work/main ]]; then say "device-check: /work/main exists and is not this checkout"; exit 2; fi
-  mkdir -p /work && ln -s "$root" /work/main
+if [[ $root != "$src" ]]; then
+  if [[ -e $src ]]; then say "device-check: $src exists and is not this checkout"; exit 2; fi
+  mkdir -p "$(dirname "$src")" && ln -s "$root" "$src"
 fi
-cd /work/main
+cd "$src"
 t0=$(date +%s)
 tar -xJf .device/bundle.tar.xz 2>/dev/null ||
   python3 -c 'import tarfile; tarfile.open(".device/bundle.tar.xz").extractall()' ||
   { say "device-check: cannot unpack .device/bundle.tar.xz"; exit 2; }
 # Only flowd's programs see the bundled libraries (the stand-ins would break
 # the machine's own tools): `ours CMD...`.
-ours() { LD_LIBRARY_PATH=/work/main/.device-lib "$@"; }
-bin=/work/main/build-gpu/bin
+ours() { LD_LIBRARY_PATH=$src/.device-lib "$@"; }
+bin=$src/$build/bin
 say "unpacked in $(( $(date +%s) - t0 )) s"
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv,noheader | tee -a "$summary"
 say "cpu: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"
 
 # Missing libraries show here before any test reports a confusing failure.
-for f in "$bin"/flowd "$bin"/test_* build-gpu/lib/flowd/plugins/*.so; do
+for f in "$bin"/flowd "$bin"/test_* "$build"/lib/flowd/plugins/*.so; do
   [[ -f $f ]] || continue
   miss=$(ours ldd "$f" 2>/dev/null | grep "not found")
   [[ -z $miss ]] || say "MISSING for $f: $miss"

@@ -12,7 +12,12 @@ them, so they travel as stand-ins (stub_lib.py) instead of their 100 MB
 closure. OpenEXR travels for real: OpenCV builds an EXR encoder object while
 it registers its codecs.
 
-    tools/gpu/pack.py BUILD_DIR OUT_DIR      # writes OUT_DIR/bundle.tar.xz
+    tools/gpu/pack.py BUILD_DIR OUT_DIR      # writes OUT_DIR/bundle.tar.xz and OUT_DIR/paths
+
+The build's paths are absolute (the source and build directories CMake
+baked into the programs: test data, plugin folders, RPATHs), so OUT_DIR/paths
+says which they are (`source=...`, `build=...` relative to the source), and
+tools/gpu/device-check.sh recreates them on the device machine.
 """
 import os
 import re
@@ -53,10 +58,26 @@ def system_paths():
     return paths
 
 
+def cmake_source(build):
+    """The source directory CMake configured `build` from (CMakeCache.txt)."""
+    try:
+        with open(os.path.join(build, "CMakeCache.txt")) as f:
+            for line in f:
+                if line.startswith("CMAKE_HOME_DIRECTORY:"):
+                    return line.split("=", 1)[1].strip()
+    except OSError as e:
+        sys.exit(f"pack: {build} is not a CMake build folder: {e}")
+    sys.exit(f"pack: {build}/CMakeCache.txt names no CMAKE_HOME_DIRECTORY")
+
+
 def main():
     if len(sys.argv) != 3:
         sys.exit(__doc__)
     build, out = sys.argv[1].rstrip("/"), sys.argv[2]
+    source = os.path.realpath(cmake_source(build))
+    build_rel = os.path.relpath(os.path.realpath(build), source)
+    if build_rel.startswith(".."):
+        sys.exit(f"pack: the build folder {build} is not inside its source {source}")
     elfs = []
     for root, dirs, files in os.walk(build):
         dirs[:] = [d for d in dirs if d != "CMakeFiles" and d != "test-tmp"]
@@ -100,6 +121,8 @@ def main():
                 tar.add(real, arcname=os.path.join(".device-lib", name))
             for name in sorted(consumers):
                 tar.add(os.path.join(stubs, name), arcname=os.path.join(".device-lib", name))
+    with open(os.path.join(out, "paths"), "w") as f:
+        f.write(f"source={source}\nbuild={build_rel}\n")
     size = os.path.getsize(target) / 2**20
     print(f"pack: {len(elfs)} files of {build}, {len(libs)} libraries, {len(consumers)} stand-ins -> {target} "
           f"({size:.1f} MiB)")
