@@ -1,6 +1,6 @@
-// The work-stealing scan of a cluster run: worker nodes are the ranks, their
-// threads the lanes (docs/architecture.md "Scan", docs/cluster.md "Scan
-// stages"). Each rank runs its half of the hierarchical scan as two jobs on
+// The hierarchical scan (stealing or static) of a cluster run: worker nodes are the ranks, their
+// threads the lanes (docs/architecture.md "Scan", docs/workflow-format.md
+// "Cluster runs"). Each rank runs its half of the hierarchical scan as two jobs on
 // its node, and the global step between them runs here:
 //
 //  1. reduce job on rank r's segment: the lanes' ranges grown by stealing and
@@ -37,12 +37,6 @@ struct Round {
   std::optional<std::size_t> failed;  // the first rank whose job failed
   bool over() const { return pending == 0 || failed; }
 };
-
-CarriedPtr remote_carried(RemoteOutput& o) {
-  auto c = std::make_shared<Carried>(Carried{Item{std::move(o.meta), {}}, {}});
-  c->remote = std::move(o.item);
-  return c;
-}
 
 // A job's record: the last output's attrs["flowd.scan"].
 const Json& record_of(const RemoteResult& r, const std::string& node) {
@@ -190,8 +184,8 @@ std::vector<CarriedPtr> RunState::cluster_scan(StageState& s, const std::vector<
       throw Error("the scan's reduce job on " + nodes[r].name + " returned " + std::to_string(outs.size() - 1) +
                   " items for " + std::to_string(present) + " lane prefixes and " + std::to_string(right) +
                   " right prefixes");
-    for (std::size_t i = 0; i < present; ++i) prefixes[r].push_back(remote_carried(outs[i]));
-    for (std::size_t i = present; i + 1 < outs.size(); ++i) rights[r].push_back(remote_carried(outs[i]));
+    for (std::size_t i = 0; i < present; ++i) prefixes[r].push_back(carried_from(outs[i]));
+    for (std::size_t i = present; i + 1 < outs.size(); ++i) rights[r].push_back(carried_from(outs[i]));
   }
 
   // 2. The global step: every rank's total, from the ranks before it.
@@ -233,7 +227,7 @@ std::vector<CarriedPtr> RunState::cluster_scan(StageState& s, const std::vector<
       throw Error("the scan's finish job on " + nodes[r].name + " returned " + std::to_string(outs.size() - 1) +
                   " results for " + std::to_string(bound[r + 1] - bound[r]) + " elements");
     for (std::size_t i = 0; i + 1 < outs.size(); ++i)
-      y.push_back(remote_carried(outs[i]));
+      y.push_back(carried_from(outs[i]));
   }
   stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return y;

@@ -36,6 +36,14 @@ struct RemoteResult {
   double seconds = 0; // the operator's time there
 };
 
+// An output made on another node, as this process routes it: its metadata,
+// no value, and where the value is.
+inline CarriedPtr carried_from(RemoteOutput& o, std::vector<CreditPtr> credits = {}) {
+  auto c = std::make_shared<Carried>(Carried{Item{std::move(o.meta), {}}, std::move(credits)});
+  c->remote = std::move(o.item);
+  return c;
+}
+
 struct RemoteTask {
   std::size_t stage = 0;  // index into the graph's stages
   std::string key;

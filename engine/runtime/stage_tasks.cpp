@@ -177,9 +177,7 @@ void RunState::remote_done(StageState& s, const Tuple& t, RemoteResult r) {
   if (r.ok) {
     const auto credits = t.credits();
     for (auto& o : r.outputs) {
-      auto c = std::make_shared<Carried>(Carried{Item{std::move(o.meta), {}}, credits});
-      c->remote = std::move(o.item);
-      route_one_locked(s, o.port, c, nullptr);
+      route_one_locked(s, o.port, carried_from(o, credits), nullptr);
     }
   }
   end_task_locked(s, &t, {r.ok, std::move(r.error), r.key.empty() ? t.key : std::move(r.key)}, nullptr);

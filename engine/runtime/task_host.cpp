@@ -52,10 +52,7 @@ public:
         // Outputs leave the node from host memory: a GPU variant's results
         // are downloaded here, once.
         for (auto& [port, item] : ex.out.items()) {
-          const auto c = runner_.carry(std::move(item), {}, &env.worker());
-          Item scratch;
-          const Item& on_host = runner_.on_host(*c, scratch);
-          r.outputs.emplace_back(port, &on_host == &scratch ? std::move(scratch) : on_host);
+          r.outputs.emplace_back(port, runner_.host_copy(*runner_.carry(std::move(item), {}, &env.worker())));
         }
         s_.items_out.fetch_add(r.outputs.size());
       } catch (const std::exception& e) {
@@ -177,10 +174,10 @@ private:
                          {"prefix", l.prefix.has_value()},
                          {"start", l.start},
                          {"rights", l.right_prefix.size()}});
-        if (l.prefix) out.emplace_back(0, host_copy(*l.prefix));
+        if (l.prefix) out.emplace_back(0, runner_.host_copy(**l.prefix));
       }
       for (const auto& l : half.lanes)
-        for (std::size_t k = 1; k < l.right_prefix.size(); ++k) out.emplace_back(0, host_copy(l.right_prefix[k]));
+        for (std::size_t k = 1; k < l.right_prefix.size(); ++k) out.emplace_back(0, runner_.host_copy(*l.right_prefix[k]));
     } else if (phase == "finish") {
       lanes = spec.at("lanes");
       h.lanes = static_cast<int>(lanes.size());
@@ -215,7 +212,7 @@ private:
       const auto y = sched::finish_rank(std::span<const CarriedPtr>(x), half, received, std::optional<CarriedPtr>(total),
                                         combine, h, pool, st);
       for (std::size_t i = 0; i < y.size(); ++i) {
-        Item yi = host_copy(y[i]);
+        Item yi = runner_.host_copy(*y[i]);
         yi.meta = x[i]->item.meta;
         out.emplace_back(0, std::move(yi));
       }
@@ -230,15 +227,6 @@ private:
     meta.attrs["flowd.scan"] = std::move(record);
     out.emplace_back(0, Item{std::move(meta), Json(nullptr)});
     return out;
-  }
-
-  // Results leave the node from host memory; an element that is its own
-  // result is pulled (it is usually held here anyway).
-  Item host_copy(const CarriedPtr& c) {
-    if (c->remote) return c->remote->fetch();
-    Item scratch;
-    const Item& on_host = runner_.on_host(*c, scratch);
-    return &on_host == &scratch ? std::move(scratch) : on_host;
   }
 
   TaskRunner& runner_;

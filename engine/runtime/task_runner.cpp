@@ -198,6 +198,13 @@ CarriedPtr TaskRunner::carry(Item item, std::vector<CreditPtr> credits, const sc
 
 const Item& TaskRunner::on_host(const Carried& c, Item& scratch) { return transfers_->to(c, memory::host, scratch); }
 
+Item TaskRunner::host_copy(const Carried& c) {
+  if (c.remote) return c.remote->fetch();
+  Item scratch;
+  const Item& placed = on_host(c, scratch);
+  return &placed == &scratch ? std::move(scratch) : placed;
+}
+
 // ---------------------------------------------------------------------------
 // Running variants
 

@@ -181,6 +181,9 @@ public:
   CarriedPtr carry(Item item, std::vector<CreditPtr> credits, const sched::WorkerInfo* made_on) const;
   // The item in host memory: `c`'s own, or a copy built in `scratch`.
   const Item& on_host(const Carried& c, Item& scratch);
+  // A copy of c's value in host memory (pulled first when another node holds
+  // it): what leaves a worker node as a task's output.
+  Item host_copy(const Carried& c);
   // The operator a sub-task of `parent`'s calls (one per set of parameters).
   SubOp& sub_op(const workflow::StageNode& parent, std::string_view op, const Json& params) {
     return sub_ops_.get(parent, op, params);

@@ -187,19 +187,9 @@ public:
   // follow (the previous in-process rank's). Returns the global step's node.
   TaskGraph::NodeId add_to(TaskGraph& g, std::optional<TaskGraph::NodeId> global_after) {
     const std::size_t nl = lanes_.size();
-    std::vector<TaskGraph::NodeId> lane_node(nl), partial_node(partial_plan_.steps.size());
-    t0_ = Clock::now();
-    for (std::size_t l = 0; l < nl; ++l) {
-      lanes_[l].left_end = lanes_[l].right_end = static_cast<std::int64_t>(start_of(l));
-    }
-    for (std::size_t l = 0; l < nl; ++l)
-      lane_node[l] = g.add_on_worker([this, l](const WorkerInfo& w) { reduce_range(l, w); }, o_.runs_on);
-    add_partials_to(g, lane_node, partial_node);
-    auto node_of = [&](ScanPlan::Ref r) {
-      return partial_plan_.is_input(r) ? lane_node[r] : partial_node[partial_plan_.step_of(r)];
-    };
+    const std::vector<TaskGraph::NodeId> prefix_node = add_reduce_to(g);
     const auto global = g.add_on_worker([this](const WorkerInfo& w) { global_step(w); }, o_.runs_on);
-    g.precede(node_of(partial_plan_.result[nl - 1]), global);
+    g.precede(prefix_node[nl - 1], global);
     if (global_after) g.precede(*global_after, global);
     // The first rank receives nothing: its lanes need not wait for the
     // global step, only for their own prefix (lane l's after ⌈log2(l + 1)⌉
@@ -210,7 +200,7 @@ public:
     for (std::size_t l = 0; l + 1 < nl; ++l) {
       apply_node[l] = g.add_on_worker([this, l](const WorkerInfo& w) { apply_prefix(l, w); }, o_.runs_on);
       if (!first) g.precede(global, apply_node[l]);
-      g.precede(node_of(partial_plan_.result[l]), apply_node[l]);
+      g.precede(prefix_node[l], apply_node[l]);
     }
     apply_node[nl - 1] = global;
     for (std::size_t l = 0; l < nl; ++l)
@@ -218,9 +208,10 @@ public:
     return global;
   }
 
-  // A rank run as two jobs. First half: phases 1 and 2 only; once the graph
-  // ran, partials() is what the second half needs.
-  void add_reduce_to(TaskGraph& g) {
+  // Phases 1 and 2. Returns, per lane, the node after which its prefix
+  // (lane_prefix) is known. A rank run as two jobs runs only these in its
+  // first; once the graph ran, partials() is what the second half needs.
+  std::vector<TaskGraph::NodeId> add_reduce_to(TaskGraph& g) {
     const std::size_t nl = lanes_.size();
     std::vector<TaskGraph::NodeId> lane_node(nl), partial_node(partial_plan_.steps.size());
     t0_ = Clock::now();
@@ -228,7 +219,23 @@ public:
       lanes_[l].left_end = lanes_[l].right_end = static_cast<std::int64_t>(start_of(l));
     for (std::size_t l = 0; l < nl; ++l)
       lane_node[l] = g.add_on_worker([this, l](const WorkerInfo& w) { reduce_range(l, w); }, o_.runs_on);
-    add_partials_to(g, lane_node, partial_node);
+    auto node_of = [&](ScanPlan::Ref r) {
+      return partial_plan_.is_input(r) ? lane_node[r] : partial_node[partial_plan_.step_of(r)];
+    };
+    for (std::size_t i = 0; i < partial_plan_.steps.size(); ++i) {
+      const auto step = partial_plan_.steps[i];
+      partial_node[i] = g.add_on_worker(
+          [this, i, step](const WorkerInfo& w) {
+            partial_values_[i] =
+                meter_.apply(first_lane_ + slot_of(step.right), combine_, w, partial(step.left), partial(step.right));
+          },
+          o_.runs_on);
+      g.precede(node_of(step.left), partial_node[i]);
+      g.precede(node_of(step.right), partial_node[i]);
+    }
+    std::vector<TaskGraph::NodeId> prefix_node(nl);
+    for (std::size_t l = 0; l < nl; ++l) prefix_node[l] = node_of(partial_plan_.result[l]);
+    return prefix_node;
   }
   RankPartials<T> partials() const {
     RankPartials<T> p;
@@ -313,24 +320,6 @@ private:
     std::atomic<std::size_t> next{0};
   };
 
-  // Phase 2's nodes, each after the nodes of its operands.
-  void add_partials_to(TaskGraph& g, const std::vector<TaskGraph::NodeId>& lane_node,
-                       std::vector<TaskGraph::NodeId>& partial_node) {
-    auto node_of = [&](ScanPlan::Ref r) {
-      return partial_plan_.is_input(r) ? lane_node[r] : partial_node[partial_plan_.step_of(r)];
-    };
-    for (std::size_t i = 0; i < partial_plan_.steps.size(); ++i) {
-      const auto step = partial_plan_.steps[i];
-      partial_node[i] = g.add_on_worker(
-          [this, i, step](const WorkerInfo& w) {
-            partial_values_[i] =
-                meter_.apply(first_lane_ + slot_of(step.right), combine_, w, partial(step.left), partial(step.right));
-          },
-          o_.runs_on);
-      g.precede(node_of(step.left), partial_node[i]);
-      g.precede(node_of(step.right), partial_node[i]);
-    }
-  }
   // Lane l's partial combined with those of the lanes before it: from phase
   // 2, or from the first half when this is the second (add_finish_to).
   OptV lane_prefix(std::size_t l) const {
