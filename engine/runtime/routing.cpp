@@ -165,7 +165,8 @@ void RunState::dispatch_locked(StageState& s, Tuple t, sched::TaskEnv* env) {
       }
       return;
     case Pattern::source:
-    case Pattern::scan: return;  // validation gives sources no inputs; a scan holds its items (hold_locked)
+    case Pattern::scan:
+    case Pattern::allpairs: return;  // validation gives sources no inputs; these hold their items (hold_locked)
   }
 }
 

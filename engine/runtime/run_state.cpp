@@ -57,7 +57,9 @@ bool RunState::open_sinks(RunReport& report) {
         throw Error("stage '" + s.name() + "' is a " +
                     (s.pattern() == Pattern::reduce
                          ? std::string("reduce: its partial results are")
-                         : std::string(s.pattern() == Pattern::scan ? "scan" : "map fed consecutive pairs") +
+                         : std::string(s.pattern() == Pattern::scan       ? "scan"
+                                                       : s.pattern() == Pattern::allpairs ? "all-pairs stage"
+                                                                                          : "map fed consecutive pairs") +
                                ": the series it collects is") +
                     " not kept, so this run cannot be journalled or resumed (--journal/--resume)");
   for (auto& s : stages_) {
@@ -194,6 +196,7 @@ void RunState::finish(RunReport& report) {
     }
     report.failures = failures_;
     if (auto scans = scans_json(); !scans.empty()) report.config["scans"] = std::move(scans);
+    if (auto ap = allpairs_json(); !ap.empty()) report.config["allpairs"] = std::move(ap);
   }
   if (interrupted_) report.status = RunStatus::interrupted;
   else if (runner_.stopping()) report.status = RunStatus::failed;

@@ -26,6 +26,7 @@
 #include "runtime/run_types.hpp"
 #include "runtime/scan_combiner.hpp"
 #include "runtime/task_runner.hpp"
+#include "sched/allpairs_run.hpp"
 #include "sched/scan_strategy.hpp"
 
 namespace flowd::runtime {
@@ -61,9 +62,11 @@ struct StageState : Stage {
         window(n.spec().pattern == Pattern::source ? std::make_unique<SourceWindow>() : nullptr),
         held(holds_series() ? n.spec().inputs.size() : 0) {}
 
-  // A scan, or a map fed consecutive pairs: it needs its whole series, in
+  // A scan, an all-pairs stage, or a map fed consecutive pairs: it needs its whole series, in
   // key order, before its first task.
-  bool holds_series() const noexcept { return pattern() == Pattern::scan || node->consecutive_pairs; }
+  bool holds_series() const noexcept {
+    return pattern() == Pattern::scan || pattern() == Pattern::allpairs || node->consecutive_pairs;
+  }
 
   // Downstream of a series stage: items from there come only once the whole
   // series has arrived, so items waiting here for their key partner are kept
@@ -87,6 +90,8 @@ struct StageState : Stage {
   std::vector<HeldItems> held;
   bool released = false;                       // the scan task was queued, or the pairs dispatched
   std::optional<sched::ScanStats> scan_stats;  // a scan that ran
+  std::optional<sched::AllPairsStats> allpairs_stats;  // an all-pairs stage that ran
+  std::optional<sched::PairPlan> allpairs_plan;
 };
 
 class RunState {
@@ -126,7 +131,7 @@ public:
   void finish(RunReport& report);
 
 private:
-  class StageTask;     // a source, map, sink, reduce, finalize or scan task (stage_tasks.cpp)
+  class StageTask;     // a source, map, sink, reduce, finalize, scan or all-pairs task (stage_tasks.cpp)
   class RemoteAnswer;  // a cluster's answer to a map task (stage_tasks.cpp)
 
   // --- sources (routing.cpp) -------------------------------------------------
@@ -158,6 +163,12 @@ private:
                                        sched::ScanStats& stats);
   // The scan stages' statistics, for the report's configuration.
   Json scans_json() const;
+
+  // --- all-pairs stages (allpairs_stage.cpp) ------------------------------------
+  void run_allpairs(StageState& s, sched::TaskEnv& env);
+  // Their statistics (R, hit rates, efficiency, the leaves' picture), for
+  // the report's configuration.
+  Json allpairs_json() const;
 
   // --- stage tasks (stage_tasks.cpp) -------------------------------------------
   void run_map(StageState& s, Tuple& t, sched::TaskEnv& env);
@@ -207,7 +218,7 @@ private:
 // One task class for every kind of stage work; the run state does the work.
 class RunState::StageTask final : public sched::Task {
 public:
-  enum class Kind { source, map, sink, reduce, finalize, scan };
+  enum class Kind { source, map, sink, reduce, finalize, scan, allpairs };
   StageTask(RunState& st, StageState& s, Kind k, Tuple t = {}) : st_(st), s_(s), kind_(k), tuple_(std::move(t)) {}
   void run(sched::TaskEnv& env) override;
   void prefetch(const sched::WorkerInfo& w) override;

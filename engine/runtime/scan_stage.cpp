@@ -1,5 +1,5 @@
-// Stages that need their whole series before their first task: a scan, and
-// a map fed consecutive pairs. Both keep every item they receive, by key in
+// Stages that need their whole series before their first task: a scan, an
+// all-pairs stage (run in allpairs_stage.cpp), and a map fed consecutive pairs. Both keep every item they receive, by key in
 // natural order, until their inputs close. A scan then runs its strategy
 // (sched/scan.hpp) with each combine a task on the run's workers, traced and
 // placed like any task; a pairs stage dispatches one map task per pair.
@@ -42,9 +42,10 @@ void RunState::hold_locked(StageState& s, std::size_t port, const CarriedPtr& c)
 
 bool RunState::release_locked(StageState& s, sched::TaskEnv* env) {
   s.released = true;
-  if (s.pattern() == Pattern::scan) {
+  if (s.pattern() == Pattern::scan || s.pattern() == Pattern::allpairs) {
     ++s.active;
-    runner_.submit(std::make_unique<StageTask>(*this, s, StageTask::Kind::scan), env);
+    const auto kind = s.pattern() == Pattern::scan ? StageTask::Kind::scan : StageTask::Kind::allpairs;
+    runner_.submit(std::make_unique<StageTask>(*this, s, kind), env);
     return true;
   }
   const HeldItems series = std::move(s.held[0]);

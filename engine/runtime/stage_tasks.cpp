@@ -15,6 +15,7 @@ void RunState::StageTask::run(sched::TaskEnv& env) {
     case Kind::reduce: st_.run_reduce(s_, tuple_, env); break;
     case Kind::finalize: st_.run_finalize(s_, env); break;
     case Kind::scan: st_.run_scan(s_, env); break;
+    case Kind::allpairs: st_.run_allpairs(s_, env); break;
   }
 }
 

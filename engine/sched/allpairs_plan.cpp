@@ -107,4 +107,31 @@ PairPlan plan_pairs(PairShape shape, std::uint32_t rows, std::uint32_t cols, std
   return p;
 }
 
+PairPlan plan_strips(PairShape shape, std::uint32_t rows, std::uint32_t cols, std::uint32_t strip_rows,
+                     std::uint64_t min_pairs) {
+  if (min_pairs == 0 || strip_rows == 0) throw std::invalid_argument("all-pairs strips need at least one row and pair");
+  if (shape != PairShape::rectangle && rows != cols)
+    throw std::invalid_argument("a triangle of pairs is over one set: rows and columns must be equal");
+  PairPlan p;
+  p.shape = shape;
+  p.order = PairPlan::Order::strips;
+  p.rows = rows;
+  p.cols = cols;
+  p.total_pairs = pairs_in(shape, 0, rows, 0, cols);
+  for (std::uint32_t r0 = 0; r0 < rows; r0 += std::min(strip_rows, rows - r0)) {
+    const std::uint32_t r1 = r0 + std::min(strip_rows, rows - r0);
+    // A triangle's band pairs with its own rows and the columns after them.
+    const std::uint32_t c_first = shape == PairShape::rectangle ? 0 : r0;
+    const std::uint32_t width =
+        static_cast<std::uint32_t>(std::max<std::uint64_t>(1, (min_pairs + (r1 - r0) - 1) / (r1 - r0)));
+    for (std::uint32_t c0 = c_first; c0 < cols;) {
+      const std::uint32_t c1 = static_cast<std::uint32_t>(std::min<std::uint64_t>(cols, std::uint64_t{c0} + width));
+      PairBlock b{r0, r1, c0, c1, pairs_in(shape, r0, r1, c0, c1), 1};
+      if (b.pairs) p.leaves.push_back(b);
+      c0 = c1;
+    }
+  }
+  return p;
+}
+
 }  // namespace flowd::sched

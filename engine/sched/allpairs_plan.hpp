@@ -27,6 +27,9 @@ struct PairBlock {
 
 struct PairPlan {
   PairShape shape = PairShape::triangle;
+  // Hilbert: Rocket's quadrant tree; lanes own stretches of it and steal.
+  // Strips: lanes go through the leaves in order together (plan_strips).
+  enum class Order : std::uint8_t { hilbert, strips } order = Order::hilbert;
   std::uint32_t rows = 0, cols = 0;
   std::uint64_t total_pairs = 0;
   std::vector<PairBlock> leaves;  // in Hilbert order; every pair in exactly one
@@ -42,6 +45,15 @@ std::uint64_t pairs_in(PairShape shape, std::uint32_t r0, std::uint32_t r1, std:
 // Throws std::invalid_argument for a triangle that is not square or
 // min_pairs == 0.
 PairPlan plan_pairs(PairShape shape, std::uint32_t rows, std::uint32_t cols, std::uint64_t min_pairs);
+
+// For a cache smaller than the set: bands of `strip_rows` rows, each
+// followed across the columns it pairs with in leaves of about `min_pairs`
+// pairs. A band's rows stay cached while the columns stream past once, so
+// a triangle of n items loads about n + n²/(2·strip_rows) items (R ≈ 0.5 +
+// n / (2·strip_rows)), where the Hilbert order's regions, with LRU, load
+// about n²/C (R ≈ n / C). strip_rows >= 1, min_pairs >= 1.
+PairPlan plan_strips(PairShape shape, std::uint32_t rows, std::uint32_t cols, std::uint32_t strip_rows,
+                     std::uint64_t min_pairs);
 
 // The index along the Hilbert curve of cell (x, y) of a 2^order × 2^order grid.
 std::uint64_t hilbert_index(std::uint32_t order, std::uint32_t x, std::uint32_t y);

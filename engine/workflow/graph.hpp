@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "plugin/registry.hpp"
+#include "sched/allpairs_plan.hpp"
 #include "sched/scan_strategy.hpp"
 #include "workflow/labels.hpp"
 #include "workflow/workflow.hpp"
@@ -17,6 +18,15 @@ namespace flowd::workflow {
 struct PortRef {
   std::size_t stage;
   std::size_t port;
+};
+
+// An all-pairs stage's pairs and tuning (docs/workflow-format.md,
+// "All-pairs stages"); 0 means "choose".
+struct AllPairsConfig {
+  sched::PairShape shape = sched::PairShape::triangle;
+  std::uint64_t leaf_pairs = 0;
+  std::uint64_t cache_items = 0;
+  std::uint64_t max_loads = 8;
 };
 
 struct StageNode {
@@ -35,6 +45,7 @@ struct StageNode {
   sched::ScanStrategy strategy = sched::ScanStrategy::work_stealing;  // scan stages: "strategy"
   bool consecutive_pairs = false;  // map stages: "pairs": "consecutive" (its two inputs get x_i, x_i+1)
   bool first_pair_alone = false;   // "consecutive-with-first": (x_0, x_0) comes first
+  AllPairsConfig allpairs{};       // all-pairs stages: "pairs" and "allpairs"
 
   const OperatorSpec& spec() const noexcept { return handle.spec(); }
   std::size_t connected_inputs() const noexcept {

@@ -15,7 +15,7 @@ namespace fs = std::filesystem;
 namespace {
 
 const std::vector<std::string> top_keys = {"version", "name", "description", "plugin_path", "vars", "stages", "run"};
-const std::vector<std::string> stage_keys = {"op", "doc", "params", "inputs", "labels", "strategy", "pairs"};
+const std::vector<std::string> stage_keys = {"op", "doc", "params", "inputs", "labels", "strategy", "pairs", "allpairs"};
 const std::vector<std::string> run_keys = {"scheduler", "cpu", "gpu", "keep_going", "max_in_flight"};
 
 bool identifier(std::string_view s) {
@@ -235,6 +235,15 @@ Workflow parse_workflow(std::string_view text, const std::string& display, const
         }
         s[key] = to_ordered(v);
         (key[0] == 's' ? st.strategy : st.pairs) = v.get<std::string>();
+      }
+      if (s.contains("allpairs")) {
+        const std::string ap = at + "/allpairs";
+        if (!s["allpairs"].is_object()) {
+          d.add(ap, std::string("expected an object, got ") + type_name(s["allpairs"]));
+        } else {
+          st.allpairs = sub.value(s["allpairs"], Where(ap));
+          s["allpairs"] = to_ordered(st.allpairs);
+        }
       }
       w.stages.push_back(std::move(st));
     }

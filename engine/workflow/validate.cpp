@@ -22,6 +22,33 @@ std::vector<std::string> port_names(const std::vector<PortSpec>& ports) {
 
 std::string list_or_none(const std::vector<std::string>& names) { return names.empty() ? "none" : join(names, ", "); }
 
+// An all-pairs stage: the set on its first input, optionally a second set
+// (then every pair of the two), one output (the score table); "pairs" picks
+// the triangle's diagonal; "allpairs" tunes the leaves and the cache.
+void check_allpairs(const StageDecl& s, const OperatorSpec& spec, Diagnostics& d) {
+  if (spec.inputs.empty() || spec.inputs.size() > 2 || spec.outputs.size() != 1)
+    d.add(pointer({"stages", s.name, "op"}), "all-pairs operator '" + spec.name +
+                                                 "' must have one or two inputs (the sets) and one output (the scores)");
+  const bool two_sets = spec.inputs.size() == 2 && s.inputs.count(spec.inputs[1].name);
+  if (!s.pairs.empty()) {
+    const std::string at = pointer({"stages", s.name, "pairs"});
+    if (two_sets && s.pairs != "rectangle")
+      d.add(at, "a stage with two sets computes every pair of them (\"rectangle\"), not '" + s.pairs + "'");
+    else if (!two_sets && s.pairs != "triangle" && s.pairs != "triangle-with-diagonal")
+      d.add(at, "unknown pairing '" + s.pairs + "' for an all-pairs stage over one set; pairings: \"triangle\" "
+                "(a < b, the default), \"triangle-with-diagonal\" (a <= b)");
+  }
+  if (s.allpairs.is_null()) return;
+  for (const auto& [k, v] : s.allpairs.items()) {
+    const std::string at = pointer({"stages", s.name, "allpairs", k});
+    const std::int64_t lowest = k == "cache_items" ? 0 : 1;
+    if (k != "leaf_pairs" && k != "cache_items" && k != "max_loads")
+      d.add(at, "unknown all-pairs setting '" + k + "'; settings: leaf_pairs, cache_items, max_loads");
+    else if (!v.is_number_integer() || v.get<std::int64_t>() < lowest)
+      d.add(at, "expected an integer >= " + std::to_string(lowest) + ", got " + v.dump());
+  }
+}
+
 // "strategy" belongs to scan stages and names a strategy; "pairs" belongs to
 // map stages whose first two inputs both read one output.
 void check_scan_and_pairs(const StageDecl& s, const OperatorSpec& spec, Diagnostics& d) {
@@ -36,6 +63,13 @@ void check_scan_and_pairs(const StageDecl& s, const OperatorSpec& spec, Diagnost
     else if (!sched::parse_scan_strategy(s.strategy))
       d.add(at, "unknown scan strategy '" + s.strategy + "'; strategies: " + std::string(sched::scan_strategy_names()));
   }
+  if (spec.pattern == Pattern::allpairs) {
+    check_allpairs(s, spec, d);
+    return;
+  }
+  if (!s.allpairs.is_null())
+    d.add(pointer({"stages", s.name, "allpairs"}), "only all-pairs stages take \"allpairs\"; '" + spec.name +
+                                                       "' is a " + std::string(name_of(spec.pattern)) + " operator");
   if (!s.pairs.empty()) {
     const std::string at = pointer({"stages", s.name, "pairs"});
     if (s.pairs != "consecutive" && s.pairs != "consecutive-with-first") {
@@ -100,8 +134,24 @@ std::optional<StageNode> open_stage(const StageDecl& s, const Params& params, st
     if (d.items().size() != before) return std::nullopt;
     StageNode node{s.name, index, std::move(handle), std::move(uses), params, nullptr, {}, {}, {}};
     if (auto strategy = sched::parse_scan_strategy(s.strategy)) node.strategy = *strategy;
-    node.consecutive_pairs = !s.pairs.empty();
-    node.first_pair_alone = s.pairs == "consecutive-with-first";
+    if (node.spec().pattern == Pattern::allpairs) {
+      const auto& in = node.spec().inputs;
+      node.allpairs.shape = in.size() == 2 && s.inputs.count(in[1].name) ? sched::PairShape::rectangle
+                            : s.pairs == "triangle-with-diagonal"       ? sched::PairShape::triangle_with_diagonal
+                                                                        : sched::PairShape::triangle;
+      if (s.allpairs.is_object()) {
+        auto get = [&](const char* k, std::uint64_t dflt) {
+          const auto it = s.allpairs.find(k);
+          return it != s.allpairs.end() && it->is_number_integer() ? it->get<std::uint64_t>() : dflt;
+        };
+        node.allpairs.leaf_pairs = get("leaf_pairs", 0);
+        node.allpairs.cache_items = get("cache_items", 0);
+        node.allpairs.max_loads = get("max_loads", 8);
+      }
+    } else {
+      node.consecutive_pairs = !s.pairs.empty();
+      node.first_pair_alone = s.pairs == "consecutive-with-first";
+    }
     node.op = node.handle.create(node.params);
     node.inputs.resize(node.spec().inputs.size());
     node.consumers.resize(node.spec().outputs.size());

@@ -33,6 +33,9 @@ struct StageDecl {
   // A map stage fed consecutive pairs of one keyed series ("consecutive";
   // empty: items matched by key). docs/workflow-format.md, "Pairs".
   std::string pairs;
+  // An all-pairs stage's tuning ({"leaf_pairs", "cache_items", "max_loads"});
+  // null: defaults. docs/workflow-format.md, "All-pairs stages".
+  Json allpairs = nullptr;
 };
 
 // The optional "run" section; command-line flags override each field.

@@ -76,7 +76,7 @@ inline OperatorSpec spec_from_json(const Json& j) {
   s.doc = j.value("doc", "");
   const auto pattern = j.at("pattern").get<std::string>();
   bool known = false;
-  for (auto p : {Pattern::source, Pattern::map, Pattern::reduce, Pattern::sink, Pattern::scan})
+  for (auto p : {Pattern::source, Pattern::map, Pattern::reduce, Pattern::sink, Pattern::scan, Pattern::allpairs})
     if (name_of(p) == pattern) s.pattern = p, known = true;
   if (!known) throw Error("manifest: operator '" + s.name + "' has unknown pattern '" + pattern + "'");
   for (const auto& v : j.at("variants")) s.variants.push_back(v.get<std::string>() == "gpu" ? Device::gpu : Device::cpu);

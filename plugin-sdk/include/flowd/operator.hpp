@@ -1,12 +1,14 @@
 #pragma once
 // Operators: what a plugin implements. An operator derives from exactly one
-// pattern base (Source, Map, Reduce, Scan, Sink); its static spec() declares name,
+// pattern base (Source, Map, Reduce, Scan, AllPairs, Sink); its static spec() declares name,
 // ports and parameters; its constructor receives the validated parameters.
 //
 // Threading contract: Map::cpu may run concurrently on many items, so it must
 // not mutate the operator (it is const). Source and Sink calls are made one
 // at a time per stage. Reduce::merge is called concurrently on different
-// accumulators. Scan::combine is called concurrently on different operands.
+// accumulators. Scan::combine is called concurrently on different operands;
+// AllPairs' load, preprocess, compare and postprocess concurrently on
+// different items and pairs.
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -25,13 +27,13 @@ namespace flowd {
 
 // How a stage relates items to tasks (docs/workflow-format.md, "Patterns";
 // what each pattern base implements: docs/plugin-sdk.md, "Operators").
-enum class Pattern : std::uint8_t { source, map, reduce, sink, scan };
+enum class Pattern : std::uint8_t { source, map, reduce, sink, scan, allpairs };
 // Where a variant of an operator runs.
 enum class Device : std::uint8_t { cpu, gpu };
 enum class LogLevel : std::uint8_t { debug, info, warning, error };
 
 constexpr std::string_view name_of(Pattern p) noexcept {
-  constexpr std::string_view names[] = {"source", "map", "reduce", "sink", "scan"};
+  constexpr std::string_view names[] = {"source", "map", "reduce", "sink", "scan", "allpairs"};
   return names[static_cast<int>(p)];
 }
 constexpr std::string_view name_of(Device d) noexcept { return d == Device::cpu ? "cpu" : "gpu"; }
@@ -181,6 +183,10 @@ public:
   virtual const Item& item(std::string_view port, std::string_view key) const = 0;
 };
 
+// What an all-pairs operator's calls see: the stage's context (no current
+// input: the item or pair is passed as arguments).
+using AllPairsContext = Context;
+
 // What a sink gets: the run's provenance and its output files. A sink
 // declares in open() where it writes (a folder it fills, or single files),
 // then writes each file under a temporary name the engine hands out. When
@@ -269,6 +275,30 @@ public:
     (void)right;
     return std::nullopt;
   }
+};
+
+// f(ℓ(a), ℓ(b)) for all pairs of one set (the items on input port 0, pairs
+// a < b, optionally a = b too) or of two sets (port 0 × port 1), as Rocket
+// computes them: ℓ = preprocess(load(item)) is expensive and cached, f =
+// compare is cheap, so the engine orders the pairs so that each item is
+// loaded and preprocessed about once (docs/plugin-sdk.md, "Writing an
+// all-pairs operator"). The stage emits one table on its output port:
+// columns a and b (the items' indices in key order; their keys are in the
+// item's attrs "rows" and "cols") and one f64 column per score.
+class AllPairs : public Operator {
+public:
+  // The names of the scores compare() fills, in order ("ncc", "pce").
+  virtual std::vector<std::string> scores() const = 0;
+  // ℓ, first half (CPU): the item as it arrived (a file's name, an image) →
+  // what preprocess reads. The default passes it on.
+  virtual Item load(AllPairsContext&, const Item& in) const { return in; }
+  // ℓ, second half: the form compare() reads, which the engine caches.
+  virtual Item preprocess(AllPairsContext&, Item loaded) const { return loaded; }
+  // f: writes scores().size() values for the pair (a, b).
+  virtual void compare(AllPairsContext& ctx, const Item& a, const Item& b, std::span<double> scores) const = 0;
+  // Optional: rewrites a pair's scores after compare (e.g. a distance from a
+  // similarity).
+  virtual void postprocess(AllPairsContext&, std::span<double> scores) const { (void)scores; }
 };
 
 // Consumes items and writes results, through SinkContext's staged files.

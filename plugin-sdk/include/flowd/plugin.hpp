@@ -52,13 +52,16 @@ concept OperatorType = std::derived_from<Op, Operator> && std::constructible_fro
 template <OperatorType Op> constexpr Pattern pattern_of() {
   constexpr int bases = int{std::derived_from<Op, Source>} + int{std::derived_from<Op, Map>} +
                         int{std::derived_from<Op, Reduce>} + int{std::derived_from<Op, Sink>} +
-                        int{std::derived_from<Op, Scan>};
-  static_assert(bases == 1, "an operator derives from exactly one of flowd::Source, Map, Reduce, Scan or Sink");
+                        int{std::derived_from<Op, Scan>} + int{std::derived_from<Op, AllPairs>};
+  static_assert(bases == 1,
+                "an operator derives from exactly one of flowd::Source, Map, Reduce, Scan, AllPairs or Sink");
   if constexpr (std::derived_from<Op, Source>) return Pattern::source;
   else if constexpr (std::derived_from<Op, Map>) return Pattern::map;
   else if constexpr (std::derived_from<Op, Reduce>) return Pattern::reduce;
   else if constexpr (std::derived_from<Op, Scan>)
     return Pattern::scan;
+  else if constexpr (std::derived_from<Op, AllPairs>)
+    return Pattern::allpairs;
   else return Pattern::sink;
 }
 

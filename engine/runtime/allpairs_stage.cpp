@@ -1,0 +1,261 @@
+// An all-pairs stage (flowd::AllPairs; issue 15): when its inputs have
+// closed, the items it holds (one set, or two) are numbered in key order, the
+// pair matrix is split into Hilbert-ordered leaves (sched/allpairs_plan.hpp),
+// and lanes on the run's CPU workers compute every pair through a cache of
+// preprocessed items (sched/allpairs_run.hpp). The stage emits one table:
+// a, b (indices) and one f64 column per score, sorted by (a, b).
+#include <algorithm>
+#include <cstdio>
+#include <numeric>
+
+#include "runtime/contexts.hpp"
+#include "runtime/remote.hpp"
+#include "runtime/run_state.hpp"
+
+namespace flowd::runtime::detail {
+
+namespace {
+
+const char* shape_name(sched::PairShape s) {
+  return s == sched::PairShape::triangle                 ? "triangle"
+         : s == sched::PairShape::triangle_with_diagonal ? "triangle-with-diagonal"
+                                                         : "rectangle";
+}
+
+// Rocket's leaves hold a few hundred pairs: enough for each lane to reuse a
+// leaf's items across its rows, few enough that every lane has many leaves
+// to steal (at least 8 per lane).
+std::uint64_t default_leaf_pairs(std::uint64_t total, int lanes) {
+  return std::clamp<std::uint64_t>(total / (8 * static_cast<std::uint64_t>(std::max(lanes, 1))), 1, 256);
+}
+
+// One lane's pairs in the order it computed them.
+struct LaneRows {
+  std::vector<std::int64_t> a, b;
+  std::vector<double> scores;  // scores.size() per pair
+};
+
+}  // namespace
+
+void RunState::run_allpairs(StageState& s, sched::TaskEnv& env) {
+  std::vector<CarriedPtr> rows, cols;
+  {
+    std::lock_guard lk(m_);
+    for (const auto& [key, c] : s.held[0]) rows.push_back(c);
+    if (s.held.size() > 1)
+      for (const auto& [key, c] : s.held[1]) cols.push_back(c);
+  }
+  const auto& cfg = s.node->allpairs;
+  const bool two_sets = cfg.shape == sched::PairShape::rectangle;
+  const auto& op = static_cast<const AllPairs&>(*s.node->op);
+  const std::vector<std::string> names = op.scores();
+  const std::size_t nscores = names.size();
+  const std::size_t ncols = two_sets ? cols.size() : rows.size();
+  auto key_of = [&](std::uint64_t item) -> const std::string& {
+    return item < rows.size() ? rows[item]->item.meta.key : cols[item - rows.size()]->item.meta.key;
+  };
+
+  Outcome o{true, {}, {}};
+  sched::AllPairsStats stats;
+  std::optional<sched::PairPlan> plan;
+  const int lanes = scan_lanes(runner_, sched::cpu_only);
+  std::vector<LaneRows> by_lane(static_cast<std::size_t>(lanes));
+  if (rows.empty() || (two_sets && cols.empty())) {
+    log().warn("[" + s.name() + "] received no items" + std::string(two_sets ? " on one of its sets" : "") +
+               ", so there are no pairs");
+  } else if (!runner_.stopping()) {
+    o.start_ns = runner_.trace().now();
+    try {
+      if (nscores == 0) throw Error("operator '" + s.op() + "' names no scores (AllPairs::scores())");
+      const std::uint64_t total = sched::pairs_in(cfg.shape, 0, static_cast<std::uint32_t>(rows.size()), 0,
+                                                  static_cast<std::uint32_t>(ncols));
+      const std::uint64_t leaf = cfg.leaf_pairs ? cfg.leaf_pairs : default_leaf_pairs(total, lanes);
+      const std::uint64_t items = rows.size() + (two_sets ? cols.size() : 0);
+      const auto nr = static_cast<std::uint32_t>(rows.size()), nc = static_cast<std::uint32_t>(ncols);
+      // A cache that holds every item: Rocket's Hilbert tree (each item is
+      // loaded once whatever the order). A smaller one: bands of rows it
+      // holds, less the two slots each lane pins (sched/allpairs_plan.hpp).
+      const std::uint64_t pinned = 2 * static_cast<std::uint64_t>(lanes);
+      if (cfg.cache_items == 0 || cfg.cache_items >= items || cfg.cache_items <= pinned)
+        plan = sched::plan_pairs(cfg.shape, nr, nc, leaf);
+      else
+        plan = sched::plan_strips(cfg.shape, nr, nc, static_cast<std::uint32_t>(cfg.cache_items - pinned), leaf);
+      sched::AllPairsOptions so;
+      so.lanes = static_cast<std::size_t>(lanes);
+      so.cache_slots = static_cast<std::size_t>(cfg.cache_items);
+      so.max_loads = static_cast<std::size_t>(cfg.max_loads);
+
+      // ℓ = preprocess(load(x)), traced as a span of its own per item.
+      auto load = [&](const sched::WorkerInfo& w, std::uint64_t item) {
+        const CarriedPtr& c = item < rows.size() ? rows[item] : cols[item - rows.size()];
+        const std::string& key = c->item.meta.key;
+        Item result;
+        const Outcome lo = s.call(runner_.trace(), key, [&] {
+          if (runner_.stopping()) throw Error("the run is stopping");
+          Item scratch;
+          const Item& in = c->remote ? (scratch = c->remote->fetch()) : runner_.on_host(*c, scratch);
+          const Inputs inputs{key, {&in}};
+          ReduceContextImpl ctx(*s.node, &inputs, runner_.log(), runner_.stop_flag());
+          result = op.preprocess(ctx, op.load(ctx, in));
+        });
+        runner_.trace_task(s.op(), s.name(), w, key, "load", lo);
+        if (!lo.ok) throw ItemError(lo.key, lo.error);
+        return result;
+      };
+      auto compare = [&](const sched::WorkerInfo&, std::size_t lane, std::uint32_t i, std::uint32_t j, const Item& a,
+                         const Item& b) {
+        LaneRows& out = by_lane[lane];
+        const std::size_t at = out.scores.size();
+        out.scores.resize(at + nscores, 0.0);
+        const std::span<double> sc(out.scores.data() + at, nscores);
+        const std::uint64_t col_item = two_sets ? rows.size() + j : j;
+        try {
+          if (runner_.stopping()) throw Error("the run is stopping");
+          const Inputs inputs{a.meta.key, {&a, &b}};
+          ReduceContextImpl ctx(*s.node, &inputs, runner_.log(), runner_.stop_flag());
+          op.compare(ctx, a, b, sc);
+          op.postprocess(ctx, sc);
+        } catch (const std::exception& e) {
+          throw ItemError(key_of(i), "comparing '" + key_of(i) + "' with '" + key_of(col_item) + "': " + e.what());
+        }
+        out.a.push_back(i);
+        out.b.push_back(j);
+      };
+      HelpingPool pool(runner_, env.worker());
+      sched::run_allpairs<Item>(*plan, so, load, compare, pool, stats);
+    } catch (const std::exception& e) {
+      o = {false, e.what(), failed_key(e, s.name()), o.start_ns, 0};
+    }
+    o.end_ns = runner_.trace().now();
+  }
+
+  // The table, in (a, b) order whichever lane computed each pair.
+  Table table;
+  auto& ca = table.add_column<std::int64_t>("a");
+  auto& cb = table.add_column<std::int64_t>("b");
+  std::vector<std::vector<double>*> cs;
+  for (const auto& n : names) cs.push_back(&table.add_column<double>(n));
+  if (o.ok) {
+    struct Ref {
+      std::uint32_t lane;
+      std::size_t index;
+    };
+    std::vector<Ref> order;
+    for (std::uint32_t l = 0; l < by_lane.size(); ++l)
+      for (std::size_t k = 0; k < by_lane[l].a.size(); ++k) order.push_back({l, k});
+    std::sort(order.begin(), order.end(), [&](const Ref& x, const Ref& y) {
+      const auto& lx = by_lane[x.lane];
+      const auto& ly = by_lane[y.lane];
+      return std::pair(lx.a[x.index], lx.b[x.index]) < std::pair(ly.a[y.index], ly.b[y.index]);
+    });
+    ca.reserve(order.size());
+    cb.reserve(order.size());
+    for (auto* c : cs) c->reserve(order.size());
+    for (const Ref& r : order) {
+      const auto& l = by_lane[r.lane];
+      ca.push_back(l.a[r.index]);
+      cb.push_back(l.b[r.index]);
+      for (std::size_t k = 0; k < nscores; ++k) cs[k]->push_back(l.scores[r.index * nscores + k]);
+    }
+  }
+  by_lane.clear();
+
+  if (o.ok && plan) {
+    char line[320];
+    std::snprintf(line, sizeof line,
+                  "all-pairs of %llu items (%s, %s order): %llu pairs in %llu leaves on %zu lanes, %.3f s; R = %.2f (%llu loads, "
+                  "hit rate %.1f%%, %llu evictions, %zu cache slots), efficiency %.0f%% of T_min = %.3f s",
+                  static_cast<unsigned long long>(stats.items), shape_name(cfg.shape),
+                  plan->order == sched::PairPlan::Order::strips ? "bands" : "Hilbert",
+                  static_cast<unsigned long long>(stats.pairs), static_cast<unsigned long long>(stats.leaves),
+                  stats.lane_pairs.size(), stats.seconds, stats.load_ratio(),
+                  static_cast<unsigned long long>(stats.loads), 100.0 * stats.hit_rate(),
+                  static_cast<unsigned long long>(stats.evictions), stats.cache_slots, 100.0 * stats.efficiency(),
+                  stats.t_min());
+    log().info("[" + s.name() + "] " + line);
+    // Each leaf as a span on its lane's worker: the trace shows who
+    // computed which tile, and when.
+    for (const auto& run : stats.leaf_runs) {
+      const auto& b = plan->leaves[run.leaf];
+      const std::string& lane = stats.lane_names[run.lane];
+      const auto& ws = runner_.workers().workers;
+      const auto w = std::find_if(ws.begin(), ws.end(), [&](const sched::WorkerInfo& x) { return x.name == lane; });
+      if (w == ws.end()) continue;
+      const Outcome span{true, {}, {}, o.start_ns + static_cast<std::int64_t>(run.start * 1e9),
+                         o.start_ns + static_cast<std::int64_t>(run.end * 1e9)};
+      runner_.trace_task(s.op(), s.name(), *w,
+                         "pairs " + std::to_string(b.row_begin) + ".." + std::to_string(b.row_end) + " x " +
+                             std::to_string(b.col_begin) + ".." + std::to_string(b.col_end),
+                         "cpu", span);
+    }
+  }
+
+  std::lock_guard lk(m_);
+  if (o.ok) {
+    ItemMeta meta;
+    meta.key = s.name();
+    Json row_keys = Json::array(), col_keys = Json::array();
+    for (const auto& c : rows) row_keys.push_back(c->item.meta.key);
+    for (const auto& c : two_sets ? cols : rows) col_keys.push_back(c->item.meta.key);
+    meta.attrs = {{"rows", std::move(row_keys)},
+                  {"cols", std::move(col_keys)},
+                  {"pairs", shape_name(cfg.shape)},
+                  {"scores", names}};
+    const PortSpec& out = s.node->spec().outputs[0];
+    Value v(std::move(table));
+    if (!out.type.accepts(v)) {
+      fail_locked(s, s.name(), "the score table does not fit output '" + out.name + "', declared " + out.type.str());
+    } else {
+      route_one_locked(s, 0, runner_.carry(Item{std::move(meta), std::move(v)}, {}, nullptr), &env);
+    }
+    if (plan) {
+      s.allpairs_stats = std::move(stats);
+      s.allpairs_plan = std::move(plan);
+    }
+  }
+  s.held.clear();
+  end_task_locked(s, nullptr, o, &env);
+}
+
+Json RunState::allpairs_json() const {
+  Json all = Json::array();
+  for (const auto& s : stages_) {
+    if (!s.allpairs_stats || !s.allpairs_plan) continue;
+    const auto& st = *s.allpairs_stats;
+    const auto& plan = *s.allpairs_plan;
+    Json lanes = Json::array();
+    for (std::size_t i = 0; i < st.lane_names.size(); ++i)
+      lanes.push_back(
+          {{"name", st.lane_names[i]}, {"busy_seconds", st.lane_busy_seconds[i]}, {"pairs", st.lane_pairs[i]}});
+    // The picture: each leaf's block, lane and time span.
+    Json leaves = Json::array();
+    for (const auto& r : st.leaf_runs) {
+      const auto& b = plan.leaves[r.leaf];
+      leaves.push_back({b.row_begin, b.row_end, b.col_begin, b.col_end, r.lane, r.start, r.end});
+    }
+    all.push_back({{"stage", s.name()},
+                   {"operator", s.op()},
+                   {"pairs_shape", shape_name(plan.shape)},
+                   {"order", plan.order == sched::PairPlan::Order::strips ? "bands" : "hilbert"},
+                   {"rows", plan.rows},
+                   {"cols", plan.cols},
+                   {"items", st.items},
+                   {"pairs", st.pairs},
+                   {"leaves", st.leaves},
+                   {"cache_slots", st.cache_slots},
+                   {"loads", st.loads},
+                   {"load_ratio", st.load_ratio()},
+                   {"host_cache", {{"hits", st.hits}, {"misses", st.loads}, {"hit_rate", st.hit_rate()}, {"evictions", st.evictions}}},
+                   {"steals", st.steals},
+                   {"load_seconds", st.load_seconds},
+                   {"compare_seconds", st.compare_seconds},
+                   {"t_min_seconds", st.t_min()},
+                   {"efficiency", st.efficiency()},
+                   {"seconds", st.seconds},
+                   {"lanes", std::move(lanes)},
+                   {"leaf_runs", std::move(leaves)}});
+  }
+  return all;
+}
+
+}  // namespace flowd::runtime::detail

@@ -1,0 +1,252 @@
+#pragma once
+// Running an all-pairs plan on lanes with a cache of preprocessed items
+// (Rocket's runtime in one process; issue 15). Pure: the caller supplies how
+// an item is loaded (load + preprocess) and how a pair is compared, and the
+// workers through a TaskSubmitter (sched/task_graph.hpp), one task per lane.
+//
+// Items are numbered: a triangle's set is 0..n-1 (row i and column i are
+// item i); a rectangle's rows are 0..rows-1 and its columns rows..rows+cols-1.
+// A lane walks a leaf along its shorter side, keeping that item pinned while
+// it compares it with each item of the longer side, so at most two slots per
+// lane are pinned and any cache of at least 2 × lanes slots makes progress;
+// the LRU order keeps the longer side's items across the walk.
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "memory/slot_cache.hpp"
+#include "sched/allpairs_lanes.hpp"
+#include "sched/allpairs_plan.hpp"
+#include "sched/task_graph.hpp"
+
+namespace flowd::sched {
+
+struct AllPairsOptions {
+  std::size_t lanes = 1;
+  std::size_t cache_slots = 0;  // 0: one per item (nothing is loaded twice)
+  std::size_t max_loads = 8;    // loads running at once (Rocket: 8)
+  KindMask runs_on = cpu_only;
+};
+
+// One leaf as it ran, for the report's picture of the pair matrix.
+struct LeafRun {
+  std::uint32_t leaf = 0, lane = 0;
+  double start = 0, end = 0;  // seconds from the run's start
+};
+
+struct AllPairsStats {
+  std::uint64_t items = 0, pairs = 0, leaves = 0;
+  std::uint64_t loads = 0, hits = 0, evictions = 0, waits = 0, steals = 0;
+  std::size_t cache_slots = 0;
+  double load_seconds = 0, compare_seconds = 0;  // summed over lanes
+  double seconds = 0;                             // wall time of the whole plan
+  std::vector<std::uint64_t> lane_pairs;
+  std::vector<double> lane_busy_seconds;
+  std::vector<std::string> lane_names;
+  std::vector<LeafRun> leaf_runs;
+
+  // R = loads / n: 1 when every item was loaded once.
+  double load_ratio() const { return items ? static_cast<double>(loads) / static_cast<double>(items) : 0.0; }
+  double hit_rate() const {
+    const auto n = hits + loads;
+    return n ? static_cast<double>(hits) / static_cast<double>(n) : 0.0;
+  }
+  // Rocket's model: T_min = n·t_pre + C(n,2)·t_cmp, with the mean times per
+  // load and per compare measured in this run; efficiency = (T_min / p) / T.
+  double t_min() const {
+    const double t_pre = loads ? load_seconds / static_cast<double>(loads) : 0.0;
+    const double t_cmp = pairs ? compare_seconds / static_cast<double>(pairs) : 0.0;
+    return static_cast<double>(items) * t_pre + static_cast<double>(pairs) * t_cmp;
+  }
+  double efficiency() const {
+    const double p = static_cast<double>(std::max<std::size_t>(lane_pairs.size(), 1));
+    return seconds > 0 ? t_min() / p / seconds : 0.0;
+  }
+};
+
+namespace detail {
+
+// At most `n` holders at once.
+class Gate {
+public:
+  explicit Gate(std::size_t n) : free_(std::max<std::size_t>(n, 1)) {}
+  void enter() {
+    std::unique_lock lk(m_);
+    cv_.wait(lk, [&] { return free_ > 0; });
+    --free_;
+  }
+  void leave() {
+    {
+      std::lock_guard lk(m_);
+      ++free_;
+    }
+    cv_.notify_one();
+  }
+
+private:
+  std::mutex m_;
+  std::condition_variable cv_;
+  std::size_t free_;
+};
+
+}  // namespace detail
+
+// Runs every pair of `plan` once: compare(worker, lane, i, j, a, b) with a
+// and b the preprocessed items (T) of row i and column j. load(worker, item)
+// makes an item's T (called about once per item when the cache holds them
+// all; again after an eviction). The first exception from load or compare
+// stops every lane and is rethrown here.
+template <class T, class Load, class Compare, TaskSubmitter P>
+void run_allpairs(const PairPlan& plan, const AllPairsOptions& o, Load&& load, Compare&& compare, P& pool,
+                  AllPairsStats& stats) {
+  using Clock = std::chrono::steady_clock;
+  const std::uint64_t items = plan.shape == PairShape::rectangle ? std::uint64_t{plan.rows} + plan.cols : plan.rows;
+  const std::size_t lanes = std::max<std::size_t>(o.lanes, 1);
+  std::size_t slots = o.cache_slots ? o.cache_slots : static_cast<std::size_t>(items);
+  if (slots < 2 * lanes) {
+    if (o.cache_slots)
+      throw std::invalid_argument("an all-pairs cache of " + std::to_string(o.cache_slots) + " slots is too small for " +
+                                  std::to_string(lanes) + " lanes: each lane pins two items, so it needs at least " +
+                                  std::to_string(2 * lanes));
+    slots = 2 * lanes;
+  }
+  memory::SlotCache cache(slots);
+  std::vector<T> slot_data(slots);
+  detail::Gate loads_gate(o.max_loads);
+  PairLanes sched(plan, lanes);
+
+  stats = AllPairsStats{};
+  stats.items = items;
+  stats.pairs = plan.total_pairs;
+  stats.leaves = plan.leaves.size();
+  stats.cache_slots = slots;
+  stats.lane_pairs.assign(lanes, 0);
+  stats.lane_busy_seconds.assign(lanes, 0);
+  stats.lane_names.assign(lanes, {});
+
+  std::mutex m;  // guards failure, the leaf runs and the sums below
+  std::exception_ptr failure;
+  std::atomic<bool> stop{false};
+  double load_s = 0, compare_s = 0;
+  const auto t0 = Clock::now();
+  auto since = [&](Clock::time_point t) { return std::chrono::duration<double>(t - t0).count(); };
+
+  TaskGraph g;
+  for (std::size_t lane = 0; lane < lanes; ++lane)
+    g.add_on_worker(
+        [&, lane](const WorkerInfo& w) {
+          double my_load = 0, my_cmp = 0;
+          std::uint64_t my_pairs = 0;
+          std::vector<LeafRun> my_runs;
+          // The item's slot, loaded first on a miss; pinned until released.
+          auto acquire = [&](std::uint64_t item) {
+            const auto lease = cache.acquire(item);
+            if (lease.hit) return lease.slot;
+            loads_gate.enter();
+            const auto ts = Clock::now();
+            try {
+              slot_data[lease.slot] = load(w, item);
+            } catch (...) {
+              loads_gate.leave();
+              cache.abandon(lease.slot);
+              throw;
+            }
+            my_load += std::chrono::duration<double>(Clock::now() - ts).count();
+            loads_gate.leave();
+            cache.publish(lease.slot);
+            return lease.slot;
+          };
+          const auto busy_from = Clock::now();
+          try {
+            while (!stop.load(std::memory_order_relaxed)) {
+              const auto leaf = sched.next(lane);
+              if (!leaf) break;
+              const PairBlock& b = plan.leaves[*leaf];
+              const auto leaf_start = Clock::now();
+              const std::uint64_t col_base = plan.shape == PairShape::rectangle ? plan.rows : 0;
+              auto wanted = [&](std::uint32_t i, std::uint32_t j) {
+                return plan.shape == PairShape::rectangle || (plan.shape == PairShape::triangle ? i < j : i <= j);
+              };
+              // The outer item is acquired once per leaf and the inner ones
+              // once per outer item: the leaf's longer side is inner, so its
+              // items (a band's rows) stay the most recently used and are
+              // not the ones evicted.
+              const bool rows_outer = b.row_end - b.row_begin <= b.col_end - b.col_begin;
+              const std::uint32_t o0 = rows_outer ? b.row_begin : b.col_begin;
+              const std::uint32_t o1 = rows_outer ? b.row_end : b.col_end;
+              const std::uint32_t n0 = rows_outer ? b.col_begin : b.row_begin;
+              const std::uint32_t n1 = rows_outer ? b.col_end : b.row_end;
+              for (std::uint32_t x = o0; x < o1 && !stop.load(std::memory_order_relaxed); ++x) {
+                bool any = false;
+                for (std::uint32_t y = n0; y < n1 && !any; ++y)
+                  any = rows_outer ? wanted(x, y) : wanted(y, x);
+                if (!any) continue;
+                const std::uint64_t outer_item = rows_outer ? x : col_base + x;
+                const std::size_t outer_slot = acquire(outer_item);
+                try {
+                  for (std::uint32_t y = n0; y < n1; ++y) {
+                    const std::uint32_t i = rows_outer ? x : y, j = rows_outer ? y : x;
+                    if (!wanted(i, j)) continue;
+                    const std::uint64_t inner_item = rows_outer ? col_base + y : y;
+                    const bool same = inner_item == outer_item;
+                    const std::size_t inner_slot = same ? outer_slot : acquire(inner_item);
+                    const std::size_t row_slot = rows_outer ? outer_slot : inner_slot;
+                    const std::size_t col_slot = rows_outer ? inner_slot : outer_slot;
+                    const auto tc = Clock::now();
+                    try {
+                      compare(w, lane, i, j, slot_data[row_slot], slot_data[col_slot]);
+                    } catch (...) {
+                      if (!same) cache.release(inner_slot);
+                      throw;
+                    }
+                    my_cmp += std::chrono::duration<double>(Clock::now() - tc).count();
+                    ++my_pairs;
+                    if (!same) cache.release(inner_slot);
+                  }
+                } catch (...) {
+                  cache.release(outer_slot);
+                  throw;
+                }
+                cache.release(outer_slot);
+              }
+              my_runs.push_back({static_cast<std::uint32_t>(*leaf), static_cast<std::uint32_t>(lane), since(leaf_start),
+                                 since(Clock::now())});
+            }
+          } catch (...) {
+            std::lock_guard lk(m);
+            if (!failure) failure = std::current_exception();
+            stop = true;
+          }
+          std::lock_guard lk(m);
+          load_s += my_load;
+          compare_s += my_cmp;
+          stats.lane_pairs[lane] = my_pairs;
+          stats.lane_busy_seconds[lane] = std::chrono::duration<double>(Clock::now() - busy_from).count();
+          stats.lane_names[lane] = w.name;
+          stats.leaf_runs.insert(stats.leaf_runs.end(), my_runs.begin(), my_runs.end());
+        },
+        o.runs_on);
+  g.run(pool);
+  stats.seconds = since(Clock::now());
+  if (failure) std::rethrow_exception(failure);
+  const auto cs = cache.stats();
+  stats.loads = cs.loads;
+  stats.hits = cs.hits;
+  stats.evictions = cs.evictions;
+  stats.waits = cs.waits;
+  stats.steals = sched.steals();
+  stats.load_seconds = load_s;
+  stats.compare_seconds = compare_s;
+  std::sort(stats.leaf_runs.begin(), stats.leaf_runs.end(),
+            [](const LeafRun& a, const LeafRun& b) { return a.start < b.start; });
+}
+
+}  // namespace flowd::sched

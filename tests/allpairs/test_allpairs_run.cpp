@@ -1,0 +1,216 @@
+// The all-pairs scheduler and runner (sched/allpairs_lanes.hpp,
+// sched/allpairs_run.hpp): every leaf handed out once whatever the lanes do,
+// every pair compared exactly once for each shape and lane count, items
+// loaded once with a cache that holds them all and reloaded (but still
+// correct) under a tiny cache, and the first failure stopping the run.
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <set>
+#include <stdexcept>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "exec/worker_pool.hpp"
+#include "sched/allpairs_run.hpp"
+#include "sched/fcfs_queue.hpp"
+
+using namespace flowd;
+using namespace flowd::sched;
+
+namespace {
+
+exec::WorkerPool pool(int workers) {
+  return exec::WorkerPool(std::make_unique<FcfsQueue>(), exec::WorkerPool::cpu_workers(workers));
+}
+
+TEST(PairLanes, EveryLeafOnceWhateverOrderTheLanesAsk) {
+  for (std::size_t lanes : {1u, 2u, 3u, 7u, 40u}) {
+    const PairPlan plan = plan_pairs(PairShape::triangle, 97, 97, 16);
+    PairLanes l(plan, lanes);
+    std::vector<int> seen(plan.leaves.size(), 0);
+    // Lane 0 asks most often: the others steal from it.
+    std::size_t turn = 0;
+    std::set<std::size_t> finished;
+    while (finished.size() < lanes) {
+      const std::size_t lane = turn % 3 == 0 ? 0 : turn % lanes;
+      ++turn;
+      if (finished.count(lane)) continue;
+      if (auto leaf = l.next(lane)) ++seen.at(*leaf);
+      else finished.insert(lane);
+    }
+    for (std::size_t i = 0; i < seen.size(); ++i) EXPECT_EQ(seen[i], 1) << "leaf " << i << " with " << lanes << " lanes";
+    if (lanes > 1) {
+      EXPECT_GT(l.steals(), 0u);
+    }
+  }
+}
+
+TEST(PairLanes, AThiefTakesTheBackHalfOfTheLargestRange) {
+  const PairPlan plan = plan_pairs(PairShape::rectangle, 64, 64, 16);  // 256 equal leaves
+  PairLanes l(plan, 2);
+  // Lane 1 runs out first: it empties its own half, then steals.
+  std::size_t own = 0;
+  while (l.next(1)) {
+    ++own;
+    if (own == 128) break;
+  }
+  ASSERT_EQ(own, 128u);
+  EXPECT_EQ(*l.next(0), 0u);
+  const auto stolen = l.next(1);
+  ASSERT_TRUE(stolen);
+  // Lane 0 had leaves 1..127 left: the thief starts at the middle of them.
+  EXPECT_NEAR(static_cast<double>(*stolen), 64.5, 1.0);
+  EXPECT_EQ(l.steals(), 1u);
+}
+
+struct Case {
+  PairShape shape;
+  std::uint32_t rows, cols;
+};
+
+void check_all_pairs_once(const Case& c, int workers, std::size_t lanes, std::size_t cache_slots, bool strips) {
+  const PairPlan plan = strips ? plan_strips(c.shape, c.rows, c.cols, 5, 8) : plan_pairs(c.shape, c.rows, c.cols, 8);
+  auto p = pool(workers);
+  std::mutex m;
+  std::map<std::pair<std::uint32_t, std::uint32_t>, int> seen;
+  std::atomic<int> loads{0};
+  AllPairsOptions o;
+  o.lanes = lanes;
+  o.cache_slots = cache_slots;
+  AllPairsStats st;
+  run_allpairs<std::uint64_t>(
+      plan, o,
+      [&](const WorkerInfo&, std::uint64_t item) {
+        ++loads;
+        return item * 1000 + 7;  // what compare checks it got
+      },
+      [&](const WorkerInfo&, std::size_t, std::uint32_t i, std::uint32_t j, const std::uint64_t& a,
+          const std::uint64_t& b) {
+        const std::uint64_t col_item = c.shape == PairShape::rectangle ? c.rows + j : j;
+        if (a != std::uint64_t{i} * 1000 + 7 || b != col_item * 1000 + 7) throw std::runtime_error("wrong item");
+        std::lock_guard lk(m);
+        ++seen[{i, j}];
+      },
+      p, st);
+  std::uint64_t expected = 0;
+  for (std::uint32_t i = 0; i < c.rows; ++i)
+    for (std::uint32_t j = 0; j < c.cols; ++j) {
+      const bool in = c.shape == PairShape::rectangle || (c.shape == PairShape::triangle ? i < j : i <= j);
+      if (!in) {
+        EXPECT_EQ(seen.count({i, j}), 0u) << i << "," << j;
+        continue;
+      }
+      ++expected;
+      const int times = seen[std::pair{i, j}];
+      EXPECT_EQ(times, 1) << i << "," << j;
+    }
+  EXPECT_EQ(st.pairs, expected);
+  std::uint64_t by_lanes = 0;
+  for (auto n : st.lane_pairs) by_lanes += n;
+  EXPECT_EQ(by_lanes, expected);
+  EXPECT_EQ(st.loads, static_cast<std::uint64_t>(loads.load()));
+  EXPECT_EQ(st.leaf_runs.size(), plan.leaves.size());
+  if (cache_slots == 0 && expected > 0) {
+    EXPECT_EQ(st.load_ratio(), 1.0) << "a cache holding every item loads each once";
+  }
+}
+
+TEST(RunAllPairs, EveryPairExactlyOnceForEachShapeAndLaneCount) {
+  for (const Case& c : {Case{PairShape::triangle, 37, 37}, Case{PairShape::triangle_with_diagonal, 30, 30},
+                        Case{PairShape::rectangle, 13, 41}, Case{PairShape::triangle, 1, 1},
+                        Case{PairShape::triangle, 2, 2}})
+    for (std::size_t lanes : {1u, 2u, 5u})
+      for (std::size_t slots : {std::size_t{0}, 2 * lanes})
+        for (bool strips : {false, true}) {
+          SCOPED_TRACE("rows " + std::to_string(c.rows) + " lanes " + std::to_string(lanes) + " slots " +
+                       std::to_string(slots) + (strips ? " strips" : " hilbert"));
+          check_all_pairs_once(c, 3, lanes, slots, strips);
+        }
+}
+
+TEST(RunAllPairs, ATinyCacheEvictsAndReloadsAndStripsKeepRLowWithAThirdCached) {
+  auto p = pool(2);
+  auto run = [&](const PairPlan& plan, std::size_t slots) {
+    AllPairsOptions o;
+    o.lanes = 2;
+    o.cache_slots = slots;
+    AllPairsStats st;
+    run_allpairs<int>(
+        plan, o, [](const WorkerInfo&, std::uint64_t) { return 1; },
+        [](const WorkerInfo&, std::size_t, std::uint32_t, std::uint32_t, const int&, const int&) {}, p, st);
+    return st;
+  };
+  const PairPlan hilbert = plan_pairs(PairShape::triangle, 120, 120, 16);
+  const AllPairsStats tiny = run(hilbert, 4), third = run(hilbert, 40);
+  EXPECT_GT(tiny.evictions, 0u);
+  EXPECT_GT(tiny.load_ratio(), 10.0) << "4 slots for 120 items: most pairs miss";
+  EXPECT_LT(third.load_ratio(), tiny.load_ratio());
+  // A band of 36 rows (40 slots less two per lane) and the columns streamed
+  // past it: 120 + 84 + 48 + 12 loads with one lane (R = 2.2); two lanes
+  // sharing the band evict a little more.
+  const AllPairsStats strips = run(plan_strips(PairShape::triangle, 120, 120, 36, 16), 40);
+  EXPECT_LT(strips.load_ratio(), 2.6);
+  EXPECT_LT(strips.load_ratio(), third.load_ratio()) << "hilbert R " << third.load_ratio();
+}
+
+TEST(PlanStrips, BandsCoverEveryPairOnceInOrder) {
+  for (PairShape shape : {PairShape::triangle, PairShape::triangle_with_diagonal, PairShape::rectangle}) {
+    const std::uint32_t rows = 23, cols = shape == PairShape::rectangle ? 31 : 23;
+    const PairPlan plan = plan_strips(shape, rows, cols, 7, 10);
+    EXPECT_EQ(plan.order, PairPlan::Order::strips);
+    std::map<std::pair<std::uint32_t, std::uint32_t>, int> seen;
+    std::uint32_t last_band = 0;
+    for (const auto& b : plan.leaves) {
+      EXPECT_GE(b.row_begin, last_band) << "bands in order";
+      last_band = b.row_begin;
+      EXPECT_LE(b.row_end - b.row_begin, 7u);
+      for_each_pair(shape, b, [&](std::uint32_t i, std::uint32_t j) { ++seen[std::pair{i, j}]; });
+    }
+    EXPECT_EQ(seen.size(), plan.total_pairs);
+    for (const auto& [ij, times] : seen) EXPECT_EQ(times, 1);
+  }
+}
+
+TEST(RunAllPairs, TheFirstFailureStopsEveryLaneAndIsRethrown) {
+  const PairPlan plan = plan_pairs(PairShape::triangle, 60, 60, 8);
+  auto p = pool(3);
+  std::atomic<int> compared{0};
+  AllPairsOptions o;
+  o.lanes = 3;
+  AllPairsStats st;
+  EXPECT_THROW(run_allpairs<int>(
+                   plan, o,
+                   [](const WorkerInfo&, std::uint64_t item) {
+                     if (item == 31) throw std::runtime_error("item 31 is corrupt");
+                     return 0;
+                   },
+                   [&](const WorkerInfo&, std::size_t, std::uint32_t, std::uint32_t, const int&, const int&) {
+                     ++compared;
+                   },
+                   p, st),
+               std::runtime_error);
+  EXPECT_LT(compared.load(), 60 * 59 / 2);
+}
+
+TEST(RunAllPairs, RefusesACacheTooSmallForItsLanes) {
+  const PairPlan plan = plan_pairs(PairShape::triangle, 10, 10, 4);
+  auto p = pool(1);
+  AllPairsOptions o;
+  o.lanes = 3;
+  o.cache_slots = 5;
+  AllPairsStats st;
+  try {
+    run_allpairs<int>(
+        plan, o, [](const WorkerInfo&, std::uint64_t) { return 0; },
+        [](const WorkerInfo&, std::size_t, std::uint32_t, std::uint32_t, const int&, const int&) {}, p, st);
+    FAIL() << "expected a refusal";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("at least 6"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
