@@ -1,0 +1,20 @@
+#pragma once
+// Generated data sets that live as files, for sources that list files
+// rather than decode them (io.list_files): synthetic:prnu?cameras=4&
+// flatfields=10&images=10&width=1024&height=768&seed=1&part=images makes
+// tools/prnu's simulated camera photos once, in a cache folder
+// ($FLOWD_CACHE_DIR, else $XDG_CACHE_HOME/flowd, else ~/.cache/flowd) named
+// by the set's parameters, and names its `part` (flatfields or images).
+#include <filesystem>
+#include <string>
+
+namespace flowd::io {
+
+bool is_synthetic_files(const std::string& uri);
+// The folder of the part the URI names, generated first if it is not in the
+// cache yet (into a temporary sibling renamed into place, so an interrupted
+// generation leaves nothing). Throws flowd::Error naming the URI and the
+// key for an unknown generator, key or value.
+std::filesystem::path synthetic_files(const std::string& uri);
+
+}  // namespace flowd::io
