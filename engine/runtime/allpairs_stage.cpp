@@ -76,10 +76,19 @@ void RunState::run_allpairs(StageState& s, sched::TaskEnv& env) {
       // loaded once whatever the order). A smaller one: bands of rows it
       // holds, less the two slots each lane pins (sched/allpairs_plan.hpp).
       const std::uint64_t pinned = 2 * static_cast<std::uint64_t>(lanes);
-      if (cfg.cache_items == 0 || cfg.cache_items >= items || cfg.cache_items <= pinned)
+      if (cfg.cache_items == 0 || cfg.cache_items >= items || cfg.cache_items <= pinned) {
         plan = sched::plan_pairs(cfg.shape, nr, nc, leaf);
-      else
+        // A quadrant is split only while every part keeps `leaf` pairs, and
+        // a triangle's corners are small: halve the chosen size until each
+        // lane has leaves to run and to steal (a leaf size the workflow
+        // gives is kept).
+        for (std::uint64_t t = leaf; !cfg.leaf_pairs && t > 1 && plan->leaves.size() < 8 * static_cast<std::size_t>(lanes);) {
+          t /= 2;
+          plan = sched::plan_pairs(cfg.shape, nr, nc, t);
+        }
+      } else {
         plan = sched::plan_strips(cfg.shape, nr, nc, static_cast<std::uint32_t>(cfg.cache_items - pinned), leaf);
+      }
       sched::AllPairsOptions so;
       so.lanes = static_cast<std::size_t>(lanes);
       so.cache_slots = static_cast<std::size_t>(cfg.cache_items);

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <memory>
 #include <mutex>
+#include <sstream>
 #include <thread>
 
 #include <algorithm>
@@ -233,6 +234,23 @@ public:
     if (!fail_key_.empty() && in.meta.key == fail_key_) throw Error("sink asked to fail on " + fail_key_);
     std::string line = in.meta.key;
     if (const auto* j = std::get_if<Json>(&in.value)) line += " " + j->dump();
+    // A table: a line per row, its columns joined by commas.
+    if (const auto* t = std::get_if<Table>(&in.value)) {
+      for (std::size_t r = 0; r < t->rows(); ++r) {
+        std::string row;
+        for (const auto& c : t->columns())
+          std::visit(
+              [&](const auto& v) {
+                std::ostringstream o;
+                o << v[r];
+                row += (row.empty() ? "" : ",") + o.str();
+              },
+              c.data);
+        lines_.push_back(line + " " + row);
+      }
+      workflow_sha_ = ctx.provenance().value("workflow_sha256", "");
+      return;
+    }
     lines_.push_back(line);
     workflow_sha_ = ctx.provenance().value("workflow_sha256", "");
   }
@@ -473,5 +491,43 @@ public:
 
 }  // namespace
 
+// All pairs of {"i": n} items: load keeps i (counted in the item), preprocess
+// makes v = 10·i, compare gives v_a + v_b and v_a·v_b. Fails on demand in
+// the load of item i or the compare of a pair with a = i.
+class Pairs final : public AllPairs {
+public:
+  static OperatorSpec spec() {
+    return {.name = "test.pairs",
+            .doc = "All pairs of test.count items: sum and product of 10·i.",
+            .inputs = {{"a", "json", "the set"}, {"b", "json", "a second set", true}},
+            .outputs = {{"scores", "table", "a, b, sum, product"}},
+            .params = {ParamSpec::integer("fail_load", -1), ParamSpec::integer("fail_compare", -1),
+                       ParamSpec::integer("sleep_us", 0).at_least(0)}};
+  }
+  explicit Pairs(const Params& p)
+      : fail_load_(p.get<std::int64_t>("fail_load")), fail_compare_(p.get<std::int64_t>("fail_compare")),
+        sleep_us_(p.get<std::int64_t>("sleep_us")) {}
+  std::vector<std::string> scores() const override { return {"sum", "product"}; }
+  Item load(AllPairsContext&, const Item& in) const override {
+    const auto i = in.json()["i"].get<std::int64_t>();
+    if (i == fail_load_) throw Error("cannot load item " + std::to_string(i) + " (asked to fail)");
+    return Item{in.meta, Value(Json{{"i", i}})};
+  }
+  Item preprocess(AllPairsContext&, Item loaded) const override {
+    const auto i = loaded.json()["i"].get<std::int64_t>();
+    return Item{loaded.meta, Value(Json{{"i", i}, {"v", 10 * i}})};
+  }
+  void compare(AllPairsContext&, const Item& a, const Item& b, std::span<double> out) const override {
+    if (a.json()["i"].get<std::int64_t>() == fail_compare_) throw Error("asked to fail");
+    if (sleep_us_ > 0) std::this_thread::sleep_for(std::chrono::microseconds(sleep_us_));
+    const double x = a.json()["v"].get<double>(), y = b.json()["v"].get<double>();
+    out[0] = x + y;
+    out[1] = x * y;
+  }
+
+private:
+  std::int64_t fail_load_, fail_compare_, sleep_us_;
+};
+
 FLOWD_PLUGIN("testops", "1.2.3", "Operators for testing the engine", Count, Step, Liar, Pair, SumI, Record, Double,
-             Fanout, Relay, Element, MatMul2, Concat, Consecutive)
+             Fanout, Relay, Element, MatMul2, Concat, Consecutive, Pairs)

@@ -617,12 +617,60 @@ if (Array.isArray(cfg.scans) && cfg.scans.length) {
   body.append(table);
 }
 
+// ------------------------------------------------------------------ all pairs
+if (Array.isArray(cfg.allpairs) && cfg.allpairs.length) {
+  $('allpairs').hidden = false;
+  const body = $('allpairs-body');
+  const palette = ['#3b7dd8', '#e07b39', '#4aa55b', '#b55bb5', '#c9b135', '#47b3c2', '#d65a6b', '#7d6bd1'];
+  for (const a of cfg.allpairs) {
+    const hc = a.host_cache || {};
+    const head = el('tr', {}, ...['stage', 'operator', 'pairs', 'order', 'items', 'pairs computed', 'leaves', 'cache slots',
+      'R', 'hit rate', 'evictions', 'steals', 'time', 'T_min', 'efficiency']
+      .map((t, i) => el('th', { class: i < 4 ? 'l' : '', text: t })));
+    const row = el('tr', { 'data-allpairs-load-ratio': String(a.load_ratio) },
+      el('td', { class: 'l', text: fmtValue(a.stage) }), el('td', { class: 'l', text: fmtValue(a.operator) }),
+      el('td', { class: 'l', text: fmtValue(a.pairs_shape) }), el('td', { class: 'l', text: fmtValue(a.order) }),
+      el('td', { text: fmtCount(a.items) }), el('td', { text: fmtCount(a.pairs) }), el('td', { text: fmtCount(a.leaves) }),
+      el('td', { text: fmtCount(a.cache_slots) }), el('td', { text: Number(a.load_ratio).toFixed(2) }),
+      el('td', { text: fmtPct(hc.hit_rate || 0) }), el('td', { text: fmtCount(hc.evictions || 0) }),
+      el('td', { text: fmtCount(a.steals || 0) }), el('td', { text: fmtDur((a.seconds || 0) * 1e9) }),
+      el('td', { text: fmtDur((a.t_min_seconds || 0) * 1e9) }), el('td', { text: fmtPct(a.efficiency || 0) }));
+    body.append(el('table', {}, el('thead', {}, head), el('tbody', {}, row)));
+    const lanes = (a.lanes || []).map((l, i) => el('span', { class: 'legend' },
+      el('span', { style: 'display:inline-block;width:10px;height:10px;margin:0 4px;background:' + palette[i % palette.length] }),
+      fmtValue(l.name) + ': ' + fmtCount(l.pairs || 0) + ' pairs, busy ' + fmtDur((l.busy_seconds || 0) * 1e9)));
+    body.append(el('p', {}, ...lanes));
+    // The matrix, rows down and columns across, at most 480 px a side.
+    const side = 480, rows = Math.max(1, a.rows), cols = Math.max(1, a.cols);
+    const sx = side / Math.max(rows, cols), w = Math.ceil(cols * sx), h = Math.ceil(rows * sx);
+    const canvas = el('canvas', { width: String(w), height: String(h), class: 'pair-matrix',
+      style: 'border:1px solid #ccc;image-rendering:pixelated' });
+    const g = canvas.getContext('2d');
+    const runs = a.leaf_runs || [];
+    const tmax = Math.max(1e-9, ...runs.map((r) => r[6]));
+    for (const [r0, r1, c0, c1, lane, t0] of runs) {
+      g.fillStyle = palette[lane % palette.length];
+      g.globalAlpha = 1 - 0.6 * (t0 / tmax);
+      g.fillRect(c0 * sx, r0 * sx, Math.max(1, (c1 - c0) * sx), Math.max(1, (r1 - r0) * sx));
+    }
+    g.globalAlpha = 1;
+    canvas.addEventListener('mousemove', (ev) => {
+      const rect = canvas.getBoundingClientRect();
+      const c = (ev.clientX - rect.left) / sx, r = (ev.clientY - rect.top) / sx;
+      const hit = runs.find((x) => r >= x[0] && r < x[1] && c >= x[2] && c < x[3]);
+      canvas.title = hit ? 'rows ' + hit[0] + '..' + (hit[1] - 1) + ' x cols ' + hit[2] + '..' + (hit[3] - 1) + ': ' +
+        fmtValue((a.lanes[hit[4]] || {}).name) + ', ' + fmtDur(hit[5] * 1e9) + ' to ' + fmtDur(hit[6] * 1e9) : '';
+    });
+    body.append(canvas);
+  }
+}
+
 // ------------------------------------------------------------- configuration
 {
   const table = $('config-table');
   const first = ['workflow', 'command', 'started', 'created', 'host', 'flowd_version', 'scheduler', 'locality', 'prefetch',
     'gpus', 'workers', 'simulated_gpus', 'gpu_note', 'workflow_sha256'];
-  const shown = ['scans'];  // a section of their own
+  const shown = ['scans', 'allpairs'];  // sections of their own
   const keys = first.filter((k) => k in cfg)
     .concat(Object.keys(cfg).filter((k) => !first.includes(k) && !shown.includes(k)).sort());
   if (!keys.length) table.replaceWith(el('p', { class: 'muted', text: 'No configuration was recorded.' }));
