@@ -34,7 +34,7 @@ std::string pairs_workflow(int n, int m, const std::string& pairs, const std::st
   w += R"("ap": {"op": "test.pairs", "inputs": {"a": "src.out")" + std::string(m > 0 ? R"(, "b": "src2.out")" : "") +
        "}" + (pairs.empty() ? "" : R"(, "pairs": ")" + pairs + "\"") +
        (settings.empty() ? "" : R"(, "allpairs": )" + settings) + R"(, "params": {)" + params + R"(}},
-    "sink": {"op": "test.record", "inputs": {"in": "ap.scores"}, "params": {"path": ")" + out + R"("}}
+    "sink": {"op": "test.record", "inputs": {"in": "ap.scores"}, "params": {"path": ")" + out + R"(", "rows": true}}
   }})";
   return w;
 }

@@ -220,11 +220,12 @@ public:
     return {.name = "test.record", .doc = "Writes consumed keys on commit.", .inputs = {{"in", "any", ""}},
             .outputs = {},
             .params = {ParamSpec::string("path"), ParamSpec::boolean("fail_commit", false),
-                       ParamSpec::string("fail_key", ""), ParamSpec::boolean("fail_open", false)}};
+                       ParamSpec::string("fail_key", ""), ParamSpec::boolean("fail_open", false),
+                       ParamSpec::boolean("rows", false).doc("a table: a line per row, not one per item")}};
   }
   explicit Record(const Params& p)
       : path_(p.get<std::string>("path")), fail_key_(p.get<std::string>("fail_key")),
-        fail_commit_(p.get<bool>("fail_commit")), fail_open_(p.get<bool>("fail_open")) {}
+        fail_commit_(p.get<bool>("fail_commit")), fail_open_(p.get<bool>("fail_open")), rows_(p.get<bool>("rows")) {}
   void open(SinkContext& ctx) override {
     if (fail_open_) throw Error("cannot open " + path_ + " (asked to fail)");
     ctx.output_file(path_);
@@ -234,8 +235,8 @@ public:
     if (!fail_key_.empty() && in.meta.key == fail_key_) throw Error("sink asked to fail on " + fail_key_);
     std::string line = in.meta.key;
     if (const auto* j = std::get_if<Json>(&in.value)) line += " " + j->dump();
-    // A table: a line per row, its columns joined by commas.
-    if (const auto* t = std::get_if<Table>(&in.value)) {
+    // With rows: a table's line per row, its columns joined by commas.
+    if (const auto* t = std::get_if<Table>(&in.value); t && rows_) {
       for (std::size_t r = 0; r < t->rows(); ++r) {
         std::string row;
         for (const auto& c : t->columns())
@@ -264,7 +265,7 @@ public:
 
 private:
   std::string path_, fail_key_;
-  bool fail_commit_, fail_open_;
+  bool fail_commit_, fail_open_, rows_;
   std::vector<std::string> lines_;
   std::string workflow_sha_;
 };

@@ -30,6 +30,15 @@
 
 #include <sys/wait.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
 #include "bench_common.hpp"
 #include "prnu.hpp"
 

@@ -1,0 +1,160 @@
+// The PRNU workflows as users run them (workflows/prnu-identify.json and
+// prnu-allpairs.json with --set overrides) on cameras generated here: every
+// photo is attributed to its own camera, the all-pairs scores do not depend
+// on the cache size, and bad input (a truncated JPEG, images of mixed sizes,
+// an empty camera folder) fails naming the file, with nothing written.
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "prnu/generate.hpp"
+#include "runtime/provenance.hpp"
+#include "support/helpers.hpp"
+
+using namespace flowd;
+namespace fs = std::filesystem;
+
+namespace {
+
+// 2 cameras of one model, 320x256 sensors: 4 flat-fields (PNG) and 4 JPEG
+// photos each, one of them portrait.
+struct DataSet {
+  fs::path flats, photos;
+};
+
+DataSet make_data(const fs::path& dir) {
+  prnu::Params p;
+  p.cameras = 2;
+  p.width = 320;
+  p.height = 256;
+  p.flatfields = 4;
+  p.images = 4;
+  p.seed = 5;
+  p.sigma_min = p.sigma_max = 0.015;
+  DataSet d{dir / "flats", dir / "photos"};
+  fs::create_directories(d.flats);
+  fs::create_directories(d.photos);
+  for (int c = 0; c < p.cameras; ++c) {
+    const auto cam = prnu::make_camera(p, c);
+    for (const auto& item : prnu::plan(p, c)) {
+      auto shot = item.shot;
+      if (!item.flatfield) shot.rotation = item.index == 1 ? 90 : 0;
+      const auto bytes = prnu::shoot(cam, shot);
+      const fs::path file = (item.flatfield ? d.flats : d.photos) / fs::path(item.file).filename();
+      std::ofstream(file, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()),
+                                                  static_cast<std::streamsize>(bytes.size()));
+    }
+  }
+  return d;
+}
+
+runtime::RunReport run_file(const char* workflow, const std::vector<std::string>& sets) {
+  std::vector<workflow::Override> o;
+  for (const auto& s : sets) o.push_back({s.substr(0, s.find('=')), s.substr(s.find('=') + 1)});
+  auto g = test::graph(test::slurp(fs::path(FLOWD_SOURCE_DIR) / "workflows" / workflow), o);
+  runtime::RunOptions opts;
+  opts.cpu_workers = 2;
+  opts.provenance = runtime::make_provenance(g, {"flowd", workflow});
+  runtime::Run r(g, std::move(opts), test::quiet_log());
+  return r.execute();
+}
+
+std::string why(const runtime::RunReport& r) { return r.failures.empty() ? r.error : r.failures[0].describe(); }
+
+// CSV rows as {first column, second column} -> the rest of the line.
+std::map<std::pair<std::string, std::string>, std::string> rows(const fs::path& csv) {
+  std::map<std::pair<std::string, std::string>, std::string> m;
+  const auto lines = test::lines(csv);
+  for (std::size_t k = 1; k < lines.size(); ++k) {
+    std::stringstream ss(lines[k]);
+    std::string a, b, rest;
+    std::getline(ss, a, ',');
+    std::getline(ss, b, ',');
+    std::getline(ss, rest);
+    m[{a, b}] = rest;
+  }
+  return m;
+}
+
+}  // namespace
+
+TEST(PrnuWorkflows, IdentifyAttributesEveryPhotoToItsCamera) {
+  const auto dir = test::scratch();
+  const DataSet d = make_data(dir);
+  const auto out = dir / "out";
+  const auto r = run_file("prnu-identify.json", {"flatfields=" + d.flats.string(), "images=" + d.photos.string(),
+                                                 "output=" + out.string(), "crop=256"});
+  ASSERT_EQ(r.status, runtime::RunStatus::succeeded) << why(r);
+  const auto lines = test::lines(out / "scores.csv");
+  ASSERT_EQ(lines.size(), 1u + 2 * 8);
+  EXPECT_EQ(lines[0], "fingerprint,image,ncc,pce");
+  // The best-scoring fingerprint of each photo (by PCE) is its camera's.
+  std::map<std::string, std::pair<double, std::string>> best;
+  for (const auto& [ab, rest] : rows(out / "scores.csv")) {
+    const double pce = std::stod(rest.substr(rest.find(',') + 1));
+    auto& b = best[ab.second];
+    if (b.second.empty() || pce > b.first) b = {pce, ab.first};
+  }
+  ASSERT_EQ(best.size(), 8u);
+  for (const auto& [photo, b] : best) EXPECT_EQ(photo.substr(0, photo.rfind('_')), b.second) << photo;
+  EXPECT_TRUE(fs::exists(out / "scores.h5"));
+  EXPECT_TRUE(fs::exists(out / "roc.png"));
+}
+
+TEST(PrnuWorkflows, AllPairsScoresDoNotDependOnTheCacheSize) {
+  const auto dir = test::scratch();
+  const DataSet d = make_data(dir);
+  for (const char* cache : {"0", "5"}) {
+    const auto r = run_file("prnu-allpairs.json", {"images=" + d.photos.string(), "output=" + (dir / cache).string(),
+                                                   "crop=256", std::string("cache_items=") + cache});
+    ASSERT_EQ(r.status, runtime::RunStatus::succeeded) << why(r);
+  }
+  const auto all = rows(dir / "0" / "scores.csv"), small = rows(dir / "5" / "scores.csv");
+  EXPECT_EQ(all.size(), 8u * 7u / 2u);
+  EXPECT_EQ(all, small);
+  EXPECT_TRUE(fs::exists(dir / "0" / "heatmap.png"));
+}
+
+TEST(PrnuWorkflows, ATruncatedJpegFailsNamingTheFileAndWritesNothing) {
+  const auto dir = test::scratch();
+  const DataSet d = make_data(dir);
+  const fs::path victim = d.photos / "camB_02.jpg";
+  fs::resize_file(victim, fs::file_size(victim) / 2);
+  const auto out = dir / "out";
+  const auto r = run_file("prnu-identify.json", {"flatfields=" + d.flats.string(), "images=" + d.photos.string(),
+                                                 "output=" + out.string(), "crop=256"});
+  ASSERT_NE(r.status, runtime::RunStatus::succeeded);
+  EXPECT_NE(why(r).find("camB_02.jpg"), std::string::npos) << why(r);
+  EXPECT_NE(why(r).find("truncated JPEG"), std::string::npos) << why(r);
+  EXPECT_FALSE(fs::exists(out / "scores.csv"));
+  EXPECT_FALSE(fs::exists(out / "scores.h5"));
+}
+
+TEST(PrnuWorkflows, MixedSizesInACameraAndAnEmptyFolderFailNamingThem) {
+  const auto dir = test::scratch();
+  const DataSet d = make_data(dir);
+  // One flat-field of camA at another size: with crop 0 sizes must agree.
+  prnu::Params p;
+  p.width = 288;
+  p.height = 256;
+  prnu::Shot flat;
+  flat.scene = prnu::Scene::flat;
+  flat.seed = 9;
+  const auto bytes = prnu::shoot(prnu::make_camera(p, 0), flat);
+  std::ofstream(d.flats / "camA_09.png", std::ios::binary)
+      .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  auto r = run_file("prnu-identify.json", {"flatfields=" + d.flats.string(), "images=" + d.photos.string(),
+                                           "output=" + (dir / "out").string(), "crop=0"});
+  ASSERT_NE(r.status, runtime::RunStatus::succeeded);
+  EXPECT_NE(why(r).find("camA_09.png"), std::string::npos) << why(r);
+  EXPECT_NE(why(r).find("288x256"), std::string::npos) << why(r);
+
+  fs::create_directories(dir / "empty");
+  r = run_file("prnu-identify.json", {"flatfields=" + (dir / "empty").string(), "images=" + d.photos.string(),
+                                      "output=" + (dir / "out2").string()});
+  ASSERT_NE(r.status, runtime::RunStatus::succeeded);
+  EXPECT_NE(why(r).find("empty"), std::string::npos) << why(r);
+  EXPECT_FALSE(fs::exists(dir / "out2" / "scores.csv"));
+}
