@@ -9,13 +9,17 @@
 // A lane walks a leaf along its shorter side, keeping that item pinned while
 // it compares it with each item of the longer side, so at most two slots per
 // lane are pinned and any cache of at least 2 × lanes slots makes progress;
-// the LRU order keeps the longer side's items across the walk.
+// the LRU order keeps the longer side's items across the walk. In a bands
+// plan (plan_strips) the band's rows stay pinned while the lanes work on it
+// and the columns stream past: the cache needs the band's rows plus one
+// slot per lane.
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
@@ -118,6 +122,15 @@ void run_allpairs(const PairPlan& plan, const AllPairsOptions& o, Load&& load, C
                                   std::to_string(2 * lanes));
     slots = 2 * lanes;
   }
+  if (plan.order == PairPlan::Order::strips) {
+    std::size_t tallest = 0;
+    for (const auto& b : plan.leaves) tallest = std::max<std::size_t>(tallest, b.row_end - b.row_begin);
+    if (!o.cache_slots) slots = std::max(slots, tallest + lanes);
+    if (slots < tallest + lanes)
+      throw std::invalid_argument("an all-pairs cache of " + std::to_string(slots) + " slots cannot hold a band of " +
+                                  std::to_string(tallest) + " rows and a column for each of " + std::to_string(lanes) +
+                                  " lanes: it needs at least " + std::to_string(tallest + lanes));
+  }
   memory::SlotCache cache(slots);
   std::vector<T> slot_data(slots);
   detail::Gate loads_gate(o.max_loads);
@@ -138,6 +151,24 @@ void run_allpairs(const PairPlan& plan, const AllPairsOptions& o, Load&& load, C
   double load_s = 0, compare_s = 0;
   const auto t0 = Clock::now();
   auto since = [&](Clock::time_point t) { return std::chrono::duration<double>(t - t0).count(); };
+
+  // A bands plan: each band's rows stay pinned by every lane working on it,
+  // so only the columns stream through the cache. A lane moving to the
+  // next band first waits until every leaf of the earlier bands is done:
+  // two bands pinned at once would not fit.
+  const bool bands = plan.order == PairPlan::Order::strips;
+  std::mutex band_m;
+  std::condition_variable band_cv;
+  std::map<std::uint32_t, std::size_t> band_left;  // band (first row) -> leaves not done
+  if (bands)
+    for (const auto& b : plan.leaves) ++band_left[b.row_begin];
+  auto earlier_bands_done = [&](std::uint32_t band) {
+    for (const auto& [r0, left] : band_left) {
+      if (r0 >= band) return true;
+      if (left) return false;
+    }
+    return true;
+  };
 
   TaskGraph g;
   for (std::size_t lane = 0; lane < lanes; ++lane)
@@ -164,6 +195,13 @@ void run_allpairs(const PairPlan& plan, const AllPairsOptions& o, Load&& load, C
             cache.publish(lease.slot);
             return lease.slot;
           };
+          // The band this lane holds pinned: its first row and a slot per row.
+          std::uint32_t band = 0;
+          std::vector<std::size_t> band_slots;
+          auto unpin_band = [&] {
+            for (std::size_t slot : band_slots) cache.release(slot);
+            band_slots.clear();
+          };
           const auto busy_from = Clock::now();
           try {
             while (!stop.load(std::memory_order_relaxed)) {
@@ -175,6 +213,47 @@ void run_allpairs(const PairPlan& plan, const AllPairsOptions& o, Load&& load, C
               auto wanted = [&](std::uint32_t i, std::uint32_t j) {
                 return plan.shape == PairShape::rectangle || (plan.shape == PairShape::triangle ? i < j : i <= j);
               };
+              if (bands) {
+                if (band_slots.empty() || band != b.row_begin) {
+                  unpin_band();
+                  {
+                    std::unique_lock lk(band_m);
+                    band_cv.wait(lk, [&] { return earlier_bands_done(b.row_begin) || stop.load(); });
+                  }
+                  band = b.row_begin;
+                  for (std::uint32_t i = b.row_begin; i < b.row_end && !stop.load(std::memory_order_relaxed); ++i)
+                    band_slots.push_back(acquire(i));
+                }
+                for (std::uint32_t j = b.col_begin; j < b.col_end && !stop.load(std::memory_order_relaxed); ++j) {
+                  const std::uint64_t col_item = col_base + j;
+                  const bool in_band = col_item >= b.row_begin && col_item < b.row_end;
+                  bool any = false;
+                  for (std::uint32_t i = b.row_begin; i < b.row_end && !any; ++i) any = wanted(i, j);
+                  if (!any) continue;
+                  const std::size_t col_slot = in_band ? band_slots[col_item - b.row_begin] : acquire(col_item);
+                  try {
+                    for (std::uint32_t i = b.row_begin; i < b.row_end; ++i) {
+                      if (!wanted(i, j)) continue;
+                      const auto tc = Clock::now();
+                      compare(w, lane, i, j, slot_data[band_slots[i - b.row_begin]], slot_data[col_slot]);
+                      my_cmp += std::chrono::duration<double>(Clock::now() - tc).count();
+                      ++my_pairs;
+                    }
+                  } catch (...) {
+                    if (!in_band) cache.release(col_slot);
+                    throw;
+                  }
+                  if (!in_band) cache.release(col_slot);
+                }
+                {
+                  std::lock_guard lk(band_m);
+                  --band_left[b.row_begin];
+                }
+                band_cv.notify_all();
+                my_runs.push_back({static_cast<std::uint32_t>(*leaf), static_cast<std::uint32_t>(lane),
+                                   since(leaf_start), since(Clock::now())});
+                continue;
+              }
               // The outer item is acquired once per leaf and the inner ones
               // once per outer item: the leaf's longer side is inner, so its
               // items (a band's rows) stay the most recently used and are
@@ -221,10 +300,15 @@ void run_allpairs(const PairPlan& plan, const AllPairsOptions& o, Load&& load, C
                                  since(Clock::now())});
             }
           } catch (...) {
-            std::lock_guard lk(m);
-            if (!failure) failure = std::current_exception();
-            stop = true;
+            {
+              std::lock_guard lk(m);
+              if (!failure) failure = std::current_exception();
+              stop = true;
+            }
+            std::lock_guard lk(band_m);  // wakes lanes waiting for a band
+            band_cv.notify_all();
           }
+          unpin_band();
           std::lock_guard lk(m);
           load_s += my_load;
           compare_s += my_cmp;
