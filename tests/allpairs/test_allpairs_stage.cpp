@@ -56,14 +56,6 @@ std::vector<std::string> expected(int n, int m, bool diagonal) {
   return lines;
 }
 
-std::string problem(const std::string& json) {
-  try {
-    (void)test::graph(json);
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "(valid)";
-}
 
 }  // namespace
 
@@ -108,12 +100,12 @@ TEST(AllPairsStage, AFailedCompareNamesBothItems) {
 }
 
 TEST(AllPairsStage, SettingsAreCheckedAtTheirPointers) {
-  EXPECT_NE(problem(pairs_workflow(4, 0, "consecutive", "", "x")).find("/stages/ap/pairs"), std::string::npos);
-  EXPECT_NE(problem(pairs_workflow(4, 3, "triangle", "", "x")).find("(\"rectangle\")"), std::string::npos);
-  EXPECT_NE(problem(pairs_workflow(4, 0, "", R"({"cache_slots": 3})", "x")).find("/stages/ap/allpairs/cache_slots"),
+  EXPECT_NE(test::validation_problem(pairs_workflow(4, 0, "consecutive", "", "x")).find("/stages/ap/pairs"), std::string::npos);
+  EXPECT_NE(test::validation_problem(pairs_workflow(4, 3, "triangle", "", "x")).find("(\"rectangle\")"), std::string::npos);
+  EXPECT_NE(test::validation_problem(pairs_workflow(4, 0, "", R"({"cache_slots": 3})", "x")).find("/stages/ap/allpairs/cache_slots"),
             std::string::npos);
-  EXPECT_NE(problem(pairs_workflow(4, 0, "", R"({"leaf_pairs": 0})", "x")).find("expected an integer >= 1"),
+  EXPECT_NE(test::validation_problem(pairs_workflow(4, 0, "", R"({"leaf_pairs": 0})", "x")).find("expected an integer >= 1"),
             std::string::npos);
-  EXPECT_EQ(problem(pairs_workflow(4, 0, "triangle-with-diagonal", R"({"cache_items": 0, "max_loads": 2})", "x")),
+  EXPECT_EQ(test::validation_problem(pairs_workflow(4, 0, "triangle-with-diagonal", R"({"cache_items": 0, "max_loads": 2})", "x")),
             "(valid)");
 }

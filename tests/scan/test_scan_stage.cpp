@@ -67,15 +67,6 @@ std::vector<std::string> expected(const std::string& op, int n, int identity_eve
   return lines;
 }
 
-// What validation says of a workflow ("(valid)" when nothing).
-std::string problem(const std::string& json) {
-  try {
-    (void)test::graph(json);
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "(valid)";
-}
 
 }  // namespace
 
@@ -256,16 +247,16 @@ TEST(ScanStage, AMissingItemByKeyFailsTheCombine) {
 TEST(ScanStage, StrategiesAreCheckedWhenTheWorkflowIsValidated) {
   const auto dir = test::scratch();
   const std::string out = (dir / "o.txt").string();
-  EXPECT_NE(problem(scan_workflow("test.concat", 3, "fastest", out))
+  EXPECT_NE(test::validation_problem(scan_workflow("test.concat", 3, "fastest", out))
                 .find("/stages/scan/strategy: unknown scan strategy 'fastest'; strategies: sequential, dissemination, "
                       "blelloch, ladner-fischer, work-stealing, static-hierarchical, auto"),
             std::string::npos);
   std::string on_map = scan_workflow("test.concat", 3, "auto", out);
   on_map.replace(on_map.find(R"("op": "test.element")"), 20, R"("op": "test.element", "strategy": "blelloch")");
   EXPECT_NE(
-      problem(on_map).find("/stages/el/strategy: only scan stages take a strategy; 'test.element' is a map operator"),
+      test::validation_problem(on_map).find("/stages/el/strategy: only scan stages take a strategy; 'test.element' is a map operator"),
       std::string::npos)
-      << problem(on_map);
+      << test::validation_problem(on_map);
 }
 
 namespace {
@@ -321,7 +312,7 @@ TEST(Pairs, BadPairingsAreRefusedAtTheirPointer) {
   const std::string out = (dir / "o.txt").string();
   const std::string both = R"({"first": "src.out", "second": "src.out"})";
   EXPECT_NE(
-      problem(pairs_workflow(3, both, "all", out))
+      test::validation_problem(pairs_workflow(3, both, "all", out))
           .find("/stages/pair/pairs: unknown pairing 'all'; pairings: \"consecutive\", \"consecutive-with-first\""),
       std::string::npos);
   const std::string json = R"({"version": 1, "stages": {
@@ -331,10 +322,10 @@ TEST(Pairs, BadPairingsAreRefusedAtTheirPointer) {
     "sink": {"op": "test.record", "inputs": {"in": "pair.out"}, "params": {"path": ")" +
                            out + R"("}}
   }})";
-  EXPECT_NE(problem(json).find("/stages/pair/pairs: a stage fed consecutive pairs connects its inputs 'first' and "
+  EXPECT_NE(test::validation_problem(json).find("/stages/pair/pairs: a stage fed consecutive pairs connects its inputs 'first' and "
                                "'second' (and no other) to the same \"stage.port\""),
             std::string::npos)
-      << problem(json);
+      << test::validation_problem(json);
 }
 
 TEST(ScanStage, InspectShowsThePatternAndTheStrategies) {

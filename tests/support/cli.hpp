@@ -16,6 +16,16 @@ struct Result {
   std::string out, err;
 };
 
+// What validation says of a workflow ("(valid)" when nothing).
+inline std::string validation_problem(const std::string& json) {
+  try {
+    (void)graph(json);
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "(valid)";
+}
+
 inline std::string quote(const std::string& s) {
   std::string q = "'";
   for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);

@@ -476,5 +476,33 @@ TEST(Report, RendersEachScansStrategyCombinesAndLanes) {
   EXPECT_EQ(d.find("<td class=\"k\">scans</td>"), std::string::npos) << "scans belong in their own section";
 }
 
+// A run's all-pairs stages (RunReport::config "allpairs") get a section of
+// their own: the figures and a picture of the pair matrix.
+TEST(Report, RendersEachAllPairsStageAndItsPairMatrix) {
+  if (!chromium_installed())
+    GTEST_SKIP() << "chromium not installed: the report's rendering is not checked (tools/install-deps.sh --report)";
+  RunTrace t = small_trace();
+  t.config["allpairs"] = Json::array(
+      {Json{{"stage", "compare"}, {"operator", "prnu.compare"}, {"pairs_shape", "triangle"}, {"order", "bands"},
+            {"rows", 40}, {"cols", 40}, {"items", 40}, {"pairs", 780}, {"leaves", 2}, {"cache_slots", 20},
+            {"loads", 83}, {"load_ratio", 2.075},
+            {"host_cache", {{"hits", 10}, {"misses", 83}, {"hit_rate", 0.1}, {"evictions", 63}}}, {"steals", 0},
+            {"load_seconds", 1.0}, {"compare_seconds", 2.0}, {"t_min_seconds", 2.5}, {"efficiency", 0.91},
+            {"seconds", 1.4},
+            {"lanes", Json::array({Json{{"name", "cpu0"}, {"busy_seconds", 1.3}, {"pairs", 400}},
+                                   Json{{"name", "cpu1"}, {"busy_seconds", 1.2}, {"pairs", 380}}})},
+            {"leaf_runs", Json::array({Json::array({0, 16, 0, 40, 0, 0.0, 0.7}),
+                                       Json::array({16, 40, 16, 40, 1, 0.1, 1.3})})}}});
+  const fs::path html = scratch() / "report.html";
+  write_html_report(t, html);
+  const std::string d = rendered_dom(html);
+  ASSERT_FALSE(d.empty()) << "chromium failed to dump the DOM";
+  EXPECT_NE(d.find("data-allpairs-load-ratio=\"2.075\""), std::string::npos);
+  EXPECT_NE(d.find("91.0 %"), std::string::npos) << "the efficiency";
+  EXPECT_NE(d.find("cpu1: 380 pairs"), std::string::npos);
+  EXPECT_NE(d.find("class=\"pair-matrix\""), std::string::npos) << "the picture";
+  EXPECT_EQ(d.find("<td class=\"k\">allpairs</td>"), std::string::npos) << "all-pairs stages have their own section";
+}
+
 }  // namespace
 }  // namespace flowd::trace
