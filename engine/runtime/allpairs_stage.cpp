@@ -254,7 +254,7 @@ Json RunState::allpairs_json() const {
                    {"cache_slots", st.cache_slots},
                    {"loads", st.loads},
                    {"load_ratio", st.load_ratio()},
-                   {"host_cache", {{"hits", st.hits}, {"misses", st.loads}, {"hit_rate", st.hit_rate()}, {"evictions", st.evictions}}},
+                   {"host_cache", {{"lookups_hit", st.hits}, {"loads", st.loads}, {"hit_rate", st.hit_rate()}, {"evictions", st.evictions}}},
                    {"steals", st.steals},
                    {"load_seconds", st.load_seconds},
                    {"compare_seconds", st.compare_seconds},

@@ -48,7 +48,7 @@ struct LeafRun {
 
 struct AllPairsStats {
   std::uint64_t items = 0, pairs = 0, leaves = 0;
-  std::uint64_t loads = 0, hits = 0, evictions = 0, waits = 0, steals = 0;
+  std::uint64_t loads = 0, hits = 0, evictions = 0, waits = 0, steals = 0;  // hits: cache lookups answered
   std::size_t cache_slots = 0;
   double load_seconds = 0, compare_seconds = 0;  // summed over lanes
   double seconds = 0;                             // wall time of the whole plan
@@ -59,9 +59,12 @@ struct AllPairsStats {
 
   // R = loads / n: 1 when every item was loaded once.
   double load_ratio() const { return items ? static_cast<double>(loads) / static_cast<double>(items) : 0.0; }
+  // Of the items the pairs used (two per pair), the share that came from
+  // the cache rather than a load: the same measure whichever plan ran (a
+  // band's pinned rows are looked up once, but serve every pair of it).
   double hit_rate() const {
-    const auto n = hits + loads;
-    return n ? static_cast<double>(hits) / static_cast<double>(n) : 0.0;
+    const double uses = 2.0 * static_cast<double>(pairs);
+    return uses > 0 ? std::max(0.0, 1.0 - static_cast<double>(loads) / uses) : 0.0;
   }
   // Rocket's model: T_min = n·t_pre + C(n,2)·t_cmp, with the mean times per
   // load and per compare measured in this run; efficiency = (T_min / p) / T.

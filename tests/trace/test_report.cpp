@@ -486,7 +486,7 @@ TEST(Report, RendersEachAllPairsStageAndItsPairMatrix) {
       {Json{{"stage", "compare"}, {"operator", "prnu.compare"}, {"pairs_shape", "triangle"}, {"order", "bands"},
             {"rows", 40}, {"cols", 40}, {"items", 40}, {"pairs", 780}, {"leaves", 2}, {"cache_slots", 20},
             {"loads", 83}, {"load_ratio", 2.075},
-            {"host_cache", {{"hits", 10}, {"misses", 83}, {"hit_rate", 0.1}, {"evictions", 63}}}, {"steals", 0},
+            {"host_cache", {{"lookups_hit", 10}, {"loads", 83}, {"hit_rate", 0.1}, {"evictions", 63}}}, {"steals", 0},
             {"load_seconds", 1.0}, {"compare_seconds", 2.0}, {"t_min_seconds", 2.5}, {"efficiency", 0.91},
             {"seconds", 1.4},
             {"lanes", Json::array({Json{{"name", "cpu0"}, {"busy_seconds", 1.3}, {"pairs", 400}},
