@@ -11,7 +11,7 @@
 
 #include "prnu/generate.hpp"
 #include "runtime/provenance.hpp"
-#include "support/helpers.hpp"
+#include "support/cli.hpp"
 
 using namespace flowd;
 namespace fs = std::filesystem;
@@ -115,6 +115,27 @@ TEST(PrnuWorkflows, AllPairsScoresDoNotDependOnTheCacheSize) {
   EXPECT_EQ(all.size(), 8u * 7u / 2u);
   EXPECT_EQ(all, small);
   EXPECT_TRUE(fs::exists(dir / "0" / "heatmap.png"));
+}
+
+// As a cluster user runs it: fingerprints on two worker processes, the
+// all-pairs stage in the coordinator; the scores are those of one process.
+TEST(PrnuWorkflows, AClusterRunGivesTheScoresOfOneProcess) {
+  const auto dir = test::scratch();
+  const DataSet d = make_data(dir);
+  const std::string wf = (fs::path(FLOWD_SOURCE_DIR) / "workflows" / "prnu-identify.json").string();
+  const std::vector<std::string> sets = {"--set", "flatfields=" + d.flats.string(), "--set",
+                                         "images=" + d.photos.string(), "--set", "crop=256", "--no-progress"};
+  auto one = std::vector<std::string>{wf, "--cpu", "2", "--set", "output=" + (dir / "one").string()};
+  auto two = std::vector<std::string>{wf, "--workers", "2", "--worker-cpus", "1", "--set",
+                                      "output=" + (dir / "two").string()};
+  one.insert(one.end(), sets.begin(), sets.end());
+  two.insert(two.end(), sets.begin(), sets.end());
+  const auto a = test::flowd_cmd(dir, one);
+  ASSERT_EQ(a.code, 0) << a.err;
+  const auto b = test::flowd_cmd(dir, two);
+  ASSERT_EQ(b.code, 0) << b.err;
+  EXPECT_EQ(rows(dir / "one" / "scores.csv"), rows(dir / "two" / "scores.csv"));
+  EXPECT_EQ(rows(dir / "two" / "scores.csv").size(), 16u);
 }
 
 TEST(PrnuWorkflows, ATruncatedJpegFailsNamingTheFileAndWritesNothing) {
