@@ -11,44 +11,25 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
+#include "synth/counter_stream.hpp"
+
 namespace flowd::prnu {
 
 namespace {
 
 constexpr double pi = std::numbers::pi;
 
-// A counter-based stream (as in tools/tem): draw n of stream s is a hash of
-// (s, n), so a camera, a file or a scene is found without replaying the
-// others, and adding cameras or images leaves the existing ones as they were.
-class Stream {
+// The generators' counter-based stream (tools/common/synth): a camera, a
+// file or a scene is found without replaying the others, and adding cameras
+// or images leaves the existing ones as they were.
+class Stream : public synth::CounterStream {
 public:
-  explicit Stream(std::uint64_t key) : key_(hash(key)) {}
+  explicit Stream(std::uint64_t key) : CounterStream(mix(key)) {}
   Stream(std::uint64_t key, std::uint64_t a, std::uint64_t b = 0, std::uint64_t c = 0)
-      : key_(hash(hash(hash(hash(key) ^ a) ^ (b + 0x5bd1e995)) ^ (c + 0x27d4eb2f165667c5ULL))) {}
-
-  std::uint64_t bits() { return hash(key_ + 0x9e3779b97f4a7c15ULL * ++counter_); }
-  double uniform() { return static_cast<double>(bits() >> 11) * 0x1.0p-53; }
-  double uniform(double lo, double hi) { return lo + (hi - lo) * uniform(); }
-  int uniform_int(int lo, int hi) {  // [lo, hi]
-    return lo + static_cast<int>(bits() % static_cast<std::uint64_t>(hi - lo + 1));
-  }
-  double normal() {  // Box-Muller
-    const double u1 = 1.0 - uniform(), u2 = uniform();
-    return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * pi * u2);
-  }
+      : CounterStream(mix(mix(mix(mix(key) ^ a) ^ (b + 0x5bd1e995)) ^ (c + 0x27d4eb2f165667c5ULL))) {}
   // cv::RNG fills whole fields far faster than per-pixel hashing; seeding it
   // from the stream keeps the field a function of the stream's key.
   cv::RNG rng() { return cv::RNG(bits() | 1); }
-
-private:
-  static std::uint64_t hash(std::uint64_t x) noexcept {  // splitmix64's finaliser
-    x += 0x9e3779b97f4a7c15ULL;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-  }
-  std::uint64_t key_;
-  std::uint64_t counter_ = 0;
 };
 
 // Stream purposes, so the draws of one never correlate with another's.

@@ -6,49 +6,22 @@
 #include <stdexcept>
 #include <string>
 
+#include "synth/counter_stream.hpp"
+
 namespace flowd::tem {
 
 namespace {
 
 constexpr double pi = std::numbers::pi;
 
-// A counter-based stream: draw n of stream s is a hash of (s, n), so any
-// draw (a lattice site's properties, a frame's noise) is found without
-// replaying the others, and the specimen does not depend on how much of it a
-// series happens to show.
-class Stream {
+// The generators' counter-based stream (tools/common/synth): any draw (a
+// lattice site's properties, a frame's noise) is found without replaying the
+// others, so the specimen does not depend on how much of it a series shows.
+class Stream : public synth::CounterStream {
 public:
-  explicit Stream(std::uint64_t key) : key_(hash(key)) {}
+  explicit Stream(std::uint64_t key) : CounterStream(mix(key)) {}
   Stream(std::uint64_t key, std::uint64_t a, std::uint64_t b = 0)
-      : key_(hash(hash(hash(key) ^ a) ^ (b + 0x5bd1e995))) {}
-
-  std::uint64_t bits() { return hash(key_ + 0x9e3779b97f4a7c15ULL * ++counter_); }
-  double uniform() { return static_cast<double>(bits() >> 11) * 0x1.0p-53; }
-  double uniform(double lo, double hi) { return lo + (hi - lo) * uniform(); }
-  double normal() {  // Box-Muller
-    const double u1 = 1.0 - uniform(), u2 = uniform();
-    return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * pi * u2);
-  }
-  // Knuth's product of uniforms for small means, a rounded normal above.
-  int poisson(double mean) {
-    if (mean <= 0.0) return 0;
-    if (mean > 40.0) return std::max(0, static_cast<int>(std::lround(mean + std::sqrt(mean) * normal())));
-    const double limit = std::exp(-mean);
-    int k = 0;
-    for (double prod = uniform(); prod > limit; prod *= uniform())
-      ++k;
-    return k;
-  }
-
-private:
-  static std::uint64_t hash(std::uint64_t x) noexcept {  // splitmix64's finaliser
-    x += 0x9e3779b97f4a7c15ULL;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-  }
-  std::uint64_t key_;
-  std::uint64_t counter_ = 0;
+      : CounterStream(mix(mix(mix(key) ^ a) ^ (b + 0x5bd1e995))) {}
 };
 
 // Stream purposes, so the draws of one never correlate with another's.
