@@ -274,6 +274,8 @@ void add_noise(cv::Mat& img, Random& rng) {
   }
 }
 
+}  // namespace
+
 [[noreturn]] void bad_uri(std::string_view uri, const std::string& what) {
   throw Error("synthetic data set '" + std::string(uri) + "': " + what);
 }
@@ -295,6 +297,8 @@ double parse_real(std::string_view uri, std::string_view key, std::string_view t
     bad_uri(uri, "'" + std::string(key) + "' must be a number, got '" + std::string(text) + "'");
   return v;
 }
+
+namespace {
 
 // Shortest text that reads back as the same double, so uri() round-trips.
 std::string real_text(double v) {

@@ -69,6 +69,12 @@ inline bool is_synthetic_uri(std::string_view path) noexcept { return path.start
 // Throws flowd::Error naming the URI, the offending part and the valid ones.
 SyntheticSpec parse_synthetic_uri(std::string_view uri);
 
+// A query value of a synthetic URI: an integer in [lo, hi] or a finite
+// number. Throws flowd::Error naming the URI, the key and the range.
+std::uint64_t parse_number(std::string_view uri, std::string_view key, std::string_view text, std::uint64_t lo,
+                           std::uint64_t hi);
+double parse_real(std::string_view uri, std::string_view key, std::string_view text);
+
 // An H&E-like field as RGB u8 (R, G, B byte order, not OpenCV's BGR): a pink
 // background with low-frequency variation, dark purple textured nuclei
 // 8-30 px across (about one per 40x40 px, some touching), a 3x3 binomial

@@ -9,6 +9,7 @@
 
 #include "flowd/error.hpp"
 #include "prnu/generate.hpp"
+#include "synthetic.hpp"
 
 namespace flowd::io {
 
@@ -43,24 +44,23 @@ fs::path synthetic_files(const std::string& uri) {
   }
   std::string part = "images";
   prnu::Params p;
+  auto integer = [&](const std::string& k, const std::string& v, std::uint64_t lo, std::uint64_t hi) {
+    return static_cast<int>(parse_number(uri, k, v, lo, hi));
+  };
   for (const auto& [k, v] : kv) {
-    try {
-      if (k == "part") part = v;
-      else if (k == "cameras") p.cameras = std::stoi(v);
-      else if (k == "models") p.models = std::stoi(v);
-      else if (k == "flatfields") p.flatfields = std::stoi(v);
-      else if (k == "images") p.images = std::stoi(v);
-      else if (k == "shifted") p.shifted = std::stoi(v);
-      else if (k == "width") p.width = std::stoi(v);
-      else if (k == "height") p.height = std::stoi(v);
-      else if (k == "seed") p.seed = std::stoull(v);
-      else if (k == "portrait") p.portrait = std::stod(v);
-      else
-        throw Error("'" + uri + "': unknown key '" + k +
-                    "' (keys: cameras, models, flatfields, images, shifted, width, height, seed, portrait, part)");
-    } catch (const std::logic_error&) {
-      throw Error("'" + uri + "': " + k + "=" + v + " is not a number");
-    }
+    if (k == "part") part = v;
+    else if (k == "cameras") p.cameras = integer(k, v, 1, 1000);
+    else if (k == "models") p.models = integer(k, v, 1, 100);
+    else if (k == "flatfields") p.flatfields = integer(k, v, 0, 10000);
+    else if (k == "images") p.images = integer(k, v, 0, 10000);
+    else if (k == "shifted") p.shifted = integer(k, v, 0, 10000);
+    else if (k == "width") p.width = integer(k, v, 1, 65536);
+    else if (k == "height") p.height = integer(k, v, 1, 65536);
+    else if (k == "seed") p.seed = parse_number(uri, k, v, 0, UINT64_MAX);
+    else if (k == "portrait") p.portrait = parse_real(uri, k, v);
+    else
+      throw Error("'" + uri + "': unknown key '" + k +
+                  "' (keys: cameras, models, flatfields, images, shifted, width, height, seed, portrait, part)");
   }
   if (part != "images" && part != "flatfields") throw Error("'" + uri + "': part=" + part + " (flatfields or images)");
   try {
