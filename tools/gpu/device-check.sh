@@ -1,16 +1,30 @@
 #!/usr/bin/env bash
 # Runs on a lent GPU machine (the device tool's `run`), in the repository root,
 # with the bundle of tools/gpu/pack.py carried in .device/: every GPU test,
-# compute-sanitizer's memcheck over the GPU twins, the twin benchmark, and the
-# nuclei and registration jobs CPU-only and with the GPU, outputs compared.
+# compute-sanitizer's memcheck over the GPU twins, the twin benchmarks (nuclei,
+# image, registration; PRNU's cuFFT twin), the nuclei and registration jobs
+# CPU-only and with the GPU, outputs compared, whole-job timings, and the
+# all-pairs runner on the machine's 16 cores.
 # Logs go to /tmp/dc and come back as $OUT/device-check.tar.gz; a summary is
 # printed last. Each step has its own time limit so the script always ends
 # (and packs its logs) inside the call's limit.
 #
-#   tools/gpu/device-check.sh [tests] [sanitizer] [bench] [nuclei] [registration] [timing]
-#   (default: all but timing)
+#   tools/gpu/device-check.sh [tests] [sanitizer] [bench] [prnu] [allpairs] [nuclei] [registration] [timing]
+#   (default: all but allpairs and timing)
+#
+# FLOWD_DEVICE_BUDGET_S (default 420): a step that would start later than
+# this many seconds after the script began is skipped, and says so, so that
+# the call's time is never spent on a step that cannot finish.
 set -u -o pipefail
-steps=${*:-tests sanitizer bench nuclei registration}
+steps=${*:-tests sanitizer bench prnu nuclei registration}
+budget=${FLOWD_DEVICE_BUDGET_S:-420}
+# FLOWD_TIMING_JOBS (default "nuclei registration"): the jobs the timing step
+# times, FLOWD_TIMING_ROUNDS (default 3) how often. FLOWD_ALLPAIRS_RUNS
+# (default "0:16 100:2 100:16", cache:lanes) the runner benchmark's runs and
+# FLOWD_ALLPAIRS_CACHES (default "0") the cache_items of the 300-photo
+# all-pairs job (allpairs step).
+timing_jobs=${FLOWD_TIMING_JOBS:-nuclei registration}
+timing_rounds=${FLOWD_TIMING_ROUNDS:-3}
 out=${OUT:-/tmp/out}
 logs=/tmp/dc
 rm -rf "$logs" && mkdir -p "$logs" "$out"
@@ -31,6 +45,12 @@ if [[ $root != "$src" ]]; then
 fi
 cd "$src"
 t0=$(date +%s)
+# step NAME: true when NAME was asked for and there is still time to start it.
+step() {
+  [[ " $steps " == *" $1 "* ]] || return 1
+  local used=$(( $(date +%s) - t0 ))
+  if (( used > budget )); then say "$1: skipped, $used s used of the $budget s budget"; return 1; fi
+}
 tar -xJf .device/bundle.tar.xz 2>/dev/null ||
   python3 -c 'import tarfile; tarfile.open(".device/bundle.tar.xz").extractall()' ||
   { say "device-check: cannot unpack .device/bundle.tar.xz"; exit 2; }
@@ -51,15 +71,16 @@ done
 
 # executable:filter (the GPU tests of test_nuclei_ops; everything of the others)
 # executable:filter (the GPU tests of test_nuclei_ops; everything of the others)
-gpu_tests=(test_gpu:* test_nuclei_gpu:* test_nuclei_features:* test_registration_gpu:* test_nuclei_ops:NucleiGpuOps.*)
+gpu_tests=(test_gpu:* test_nuclei_gpu:* test_nuclei_features:* test_registration_gpu:* test_nuclei_ops:NucleiGpuOps.*
+           test_prnu_gpu:*)
 
 # compute-sanitizer's memcheck over the twin tests runs in the background,
 # beside the plain tests (both only check results; nothing is timed yet).
-if [[ " $steps " == *" sanitizer "* ]]; then
+if step sanitizer; then
   cs=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
   if [[ -z $cs ]]; then say "sanitizer: compute-sanitizer not found"; else
     for spec in "test_nuclei_gpu:-NucleiGpu.ReconstructU8" "test_registration_gpu:*" "test_nuclei_features:NucleiFeaturesGpu.*" \
-                "test_gpu:GaussianGpu.*:GpuCudaDevice.*:RegistrationVariantsGpu.*"; do
+                "test_gpu:GaussianGpu.*:GpuCudaDevice.*:RegistrationVariantsGpu.*" "test_prnu_gpu:*"; do
       t=${spec%%:*} filter=${spec#*:}
       ( ours timeout 120 "$cs" --tool memcheck --leak-check full --error-exitcode 9 "$bin/$t" --gtest_filter="$filter" \
           >"$logs/memcheck-$t.log" 2>&1
@@ -68,12 +89,12 @@ if [[ " $steps " == *" sanitizer "* ]]; then
   fi
 fi
 
-if [[ " $steps " == *" tests "* ]]; then
+if step tests; then
   for spec in "${gpu_tests[@]}"; do
     t=${spec%%:*} filter=${spec#*:}
     [[ -x $bin/$t ]] || { say "test $t: not built"; continue; }
     s=$(date +%s%N)
-    ours timeout 150 "$bin/$t" --gtest_filter="$filter" --gtest_output="xml:$logs/$t.xml" >"$logs/$t.log" 2>&1
+    ours timeout 120 "$bin/$t" --gtest_filter="$filter" --gtest_output="xml:$logs/$t.xml" >"$logs/$t.log" 2>&1
     rc=$?
     say "test $t ($filter): rc=$rc, $(( ($(date +%s%N) - s) / 1000000 )) ms: $(grep -E '^\[  (PASSED|FAILED|SKIPPED) +\] [0-9]+ tests?' "$logs/$t.log" | tr -s ' ' | tr '\n' ' ')"
     grep -E '^\[  (FAILED|SKIPPED) +\] [A-Za-z0-9_/.]+$' "$logs/$t.log" | sort -u | head -20 | tee -a "$summary"
@@ -82,7 +103,7 @@ fi
 wait  # the sanitizer runs (each bounded by its timeout)
 cat "$logs"/memcheck-*.rc 2>/dev/null | tee -a "$summary"
 
-if [[ " $steps " == *" bench "* ]]; then
+if step bench; then
   for run in 1152:7 2304:3; do
     size=${run%%:*}
     ours timeout 150 "$bin/flowd-bench-gpu-twins" --size "$size" --repeat "${run#*:}" >"$logs/bench-$size.txt" 2>&1
@@ -90,9 +111,20 @@ if [[ " $steps " == *" bench "* ]]; then
     grep -v '^csv,' "$logs/bench-$size.txt" | tee -a "$summary"
   done
 fi
+# PRNU: the cuFFT twin per 10 MP image and NCC against a device copy, then the
+# CPU core on this machine's CPU (one thread) for the ratio.
+if step prnu; then
+  ours timeout 90 "$bin/flowd-bench-prnu-speed" --gpu --repeat 20 >"$logs/prnu-gpu.txt" 2>&1
+  say "prnu gpu: rc=$?"
+  cat "$logs/prnu-gpu.txt" | tee -a "$summary"
+  for m in nfi ncc; do
+    ours timeout 60 "$bin/flowd-bench-prnu-speed" --method $m >"$logs/prnu-cpu-$m.txt" 2>&1
+    say "prnu cpu $m: rc=$? $(grep -E '_(median_ms|read_gbps|ms) ' "$logs/prnu-cpu-$m.txt" | tr '\n' ' ')"
+  done
+fi
 
-if [[ " $steps " == *" nuclei "* ]]; then
-  export FLOWD_CACHE_DIR=$logs/cache
+if step nuclei; then
+  export FLOWD_CACHE_DIR=/tmp/dc-cache  # generated inputs: kept out of the logs that come back
   for cfg in "cpu:--gpu none" "hetero:--gpu 1" "gpu:--gpu 1 --cpu 2"; do
     name=${cfg%%:*} opts=${cfg#*:}
     s=$(date +%s%N)
@@ -143,8 +175,8 @@ PY
   say "--- flowd perf after calibrate:"
   head -60 "$logs/perf-calibrate.txt" | tee -a "$summary"
 fi
-if [[ " $steps " == *" registration "* ]]; then
-  export FLOWD_CACHE_DIR=$logs/cache
+if step registration; then
+  export FLOWD_CACHE_DIR=/tmp/dc-cache  # generated inputs: kept out of the logs that come back
   for cfg in "cpu:--gpu none" "hetero:--gpu 1" "gpu:--gpu 1 --cpu 2"; do
     name=${cfg%%:*} opts=${cfg#*:}
     s=$(date +%s%N)
@@ -180,17 +212,18 @@ fi
 # Whole jobs timed: CPU-only against CPU+GPU, 16 and 2 CPU workers, the
 # performance model calibrated once and copied for every run, configurations
 # interleaved, three rounds; medians printed.
-if [[ " $steps " == *" timing "* ]]; then
-  export FLOWD_CACHE_DIR=$logs/cache
-  for wf in nuclei registration; do
+if step timing; then
+  export FLOWD_CACHE_DIR=/tmp/dc-cache  # generated inputs: kept out of the logs that come back
+  for wf in $timing_jobs; do
     ours timeout 150 "$bin/flowd" calibrate workflows/$wf.json --gpu 1 --perf-model "$logs/perf-timing.json" \
       >>"$logs/timing-calibrate.log" 2>&1 || say "calibrate $wf: rc=$?"
   done
-  configs=("nuclei-cpu16:nuclei:--gpu none" "nuclei-cpu16+gpu:nuclei:--gpu 1" "nuclei-cpu2:nuclei:--gpu none --cpu 2"
-           "nuclei-cpu2+gpu:nuclei:--gpu 1 --cpu 2" "registration-cpu16:registration:--gpu none"
-           "registration-cpu16+gpu:registration:--gpu 1" "registration-cpu2:registration:--gpu none --cpu 2"
-           "registration-cpu2+gpu:registration:--gpu 1 --cpu 2")
-  for round in 1 2 3; do
+  configs=()
+  for wf in $timing_jobs; do
+    configs+=("$wf-cpu16:$wf:--gpu none" "$wf-cpu16+gpu:$wf:--gpu 1" "$wf-cpu2:$wf:--gpu none --cpu 2"
+              "$wf-cpu2+gpu:$wf:--gpu 1 --cpu 2")
+  done
+  for round in $(seq "$timing_rounds"); do
     for cfg in "${configs[@]}"; do
       name=${cfg%%:*} rest=${cfg#*:}
       wf=${rest%%:*} opts=${rest#*:}
@@ -218,5 +251,25 @@ PY
   ours "$bin/flowd" perf --perf-model "$logs/perf-timing.json" >"$logs/perf-timing.txt" 2>&1
   say "--- flowd perf after calibrating both jobs:"
   cat "$logs/perf-timing.txt" | tee -a "$summary"
+fi
+# The all-pairs runner and the PRNU all-pairs job on this machine's 16 cores
+# (CPU only: R and efficiency with many lanes on a quiet machine).
+if step allpairs; then
+  export FLOWD_CACHE_DIR=/tmp/dc-cache  # generated inputs: kept out of the logs that come back
+  for cfg in ${FLOWD_ALLPAIRS_RUNS:-0:16 100:2 100:16}; do
+    c=${cfg%%:*} l=${cfg#*:}
+    ours timeout 60 "$bin/flowd-bench-allpairs-cache" --items 300 --cache "$c" --lanes "$l" --load-ms 4 --compare-us 50 \
+      >"$logs/allpairs-runner-$c-$l.txt" 2>&1
+    say "allpairs runner cache=$c lanes=$l: rc=$? $(tr '\n' ' ' <"$logs/allpairs-runner-$c-$l.txt" | tr -s ' ')"
+  done
+  photos='synthetic:prnu?cameras=30&flatfields=1&images=10&width=1024&height=768&seed=2&part=images'
+  for c in ${FLOWD_ALLPAIRS_CACHES:-0}; do
+    s=$(date +%s%N)
+    ours timeout 120 "$bin/flowd" run workflows/prnu-allpairs.json --cpu 16 --no-progress --set "images=$photos" \
+      --set cache_items=$c --set output=/tmp/prnu-ap-$c --report "$logs/report-prnu-ap-$c.html" \
+      >"$logs/prnu-allpairs-$c.log" 2>&1
+    say "prnu-allpairs 300 photos cache_items=$c --cpu 16: rc=$? $(( ($(date +%s%N) - s) / 1000000 )) ms"
+    grep -E "all-pairs of|AUC" "$logs/prnu-allpairs-$c.log" | tee -a "$summary"
+  done
 fi
 say "device-check: done in $(( $(date +%s) - t0 )) s"
