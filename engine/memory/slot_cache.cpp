@@ -17,6 +17,10 @@ std::optional<SlotCache::Lease> SlotCache::try_locked(std::uint64_t key) {
     ++stats_.hits;
     return Lease{it->second, true};
   }
+  return reserve_locked(key);
+}
+
+std::optional<SlotCache::Lease> SlotCache::reserve_locked(std::uint64_t key) {
   // A free slot, else the least recently used one no reader holds.
   std::size_t pick = slots_.size();
   std::uint64_t oldest = std::numeric_limits<std::uint64_t>::max();
@@ -60,6 +64,21 @@ SlotCache::Lease SlotCache::acquire(std::uint64_t key) {
 std::optional<SlotCache::Lease> SlotCache::try_acquire(std::uint64_t key) {
   std::lock_guard lk(m_);
   return try_locked(key);
+}
+
+std::optional<SlotCache::Lease> SlotCache::try_acquire(std::uint64_t key, const std::function<bool()>& wanted) {
+  std::lock_guard lk(m_);
+  if (!where_.contains(key) && !wanted()) return std::nullopt;
+  return try_locked(key);
+}
+
+std::optional<std::size_t> SlotCache::reserve_if_absent(std::uint64_t key) {
+  std::lock_guard lk(m_);
+  if (slots_.empty()) throw std::logic_error("a slot cache needs at least one slot");
+  if (where_.contains(key)) return std::nullopt;
+  const auto lease = reserve_locked(key);
+  if (!lease) return std::nullopt;
+  return lease->slot;
 }
 
 void SlotCache::publish(std::size_t slot) {

@@ -12,6 +12,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <unordered_map>
@@ -36,6 +37,15 @@ public:
   Lease acquire(std::uint64_t key);
   // Non-blocking: nullopt where acquire() would wait.
   std::optional<Lease> try_acquire(std::uint64_t key);
+  // The same, except that a miss reserves a slot only if `wanted` (asked
+  // under the cache's lock, so that no acquire comes between) says the
+  // load is still needed.
+  std::optional<Lease> try_acquire(std::uint64_t key, const std::function<bool()>& wanted);
+  // For loading ahead of need: a slot reserved for writing `key` (as a
+  // miss of acquire() gives), or nullopt when `key` is already cached or
+  // being written, or no slot is free to evict; never waits, and counts no
+  // lookup. The writer publishes, then releases the slot it no longer reads.
+  std::optional<std::size_t> reserve_if_absent(std::uint64_t key);
   void publish(std::size_t slot);
   void abandon(std::size_t slot);
   // One reader is done with the slot.
@@ -59,6 +69,8 @@ private:
   };
   // Under m_: a lease now, or nullopt (must wait).
   std::optional<Lease> try_locked(std::uint64_t key);
+  // Under m_, `key` not cached: a slot to write it in, or nullopt.
+  std::optional<Lease> reserve_locked(std::uint64_t key);
 
   mutable std::mutex m_;
   std::condition_variable changed_;

@@ -93,6 +93,7 @@ void RunState::run_allpairs(StageState& s, sched::TaskEnv& env) {
       so.lanes = static_cast<std::size_t>(lanes);
       so.cache_slots = static_cast<std::size_t>(cfg.cache_items);
       so.max_loads = static_cast<std::size_t>(cfg.max_loads);
+      so.prefetch = cfg.load_ahead;
 
       // ℓ = preprocess(load(x)), traced as a span of its own per item.
       auto load = [&](const sched::WorkerInfo& w, std::uint64_t item) {
@@ -170,15 +171,17 @@ void RunState::run_allpairs(StageState& s, sched::TaskEnv& env) {
   by_lane.clear();
 
   if (o.ok && plan) {
-    char line[320];
+    char line[360];
     std::snprintf(line, sizeof line,
                   "all-pairs of %llu items (%s, %s order): %llu pairs in %llu leaves on %zu lanes, %.3f s; R = %.2f (%llu loads, "
-                  "hit rate %.1f%%, %llu evictions, %zu cache slots), efficiency %.0f%% of T_min = %.3f s",
+                  "%llu of them ahead of the lanes, hit rate %.1f%%, %llu evictions, %zu cache slots), efficiency %.0f%% of "
+                  "T_min = %.3f s",
                   static_cast<unsigned long long>(stats.items), shape_name(cfg.shape),
                   plan->order == sched::PairPlan::Order::strips ? "bands" : "Hilbert",
                   static_cast<unsigned long long>(stats.pairs), static_cast<unsigned long long>(stats.leaves),
                   stats.lane_pairs.size(), stats.seconds, stats.load_ratio(),
-                  static_cast<unsigned long long>(stats.loads), 100.0 * stats.hit_rate(),
+                  static_cast<unsigned long long>(stats.loads), static_cast<unsigned long long>(stats.prefetched),
+                  100.0 * stats.hit_rate(),
                   static_cast<unsigned long long>(stats.evictions), stats.cache_slots, 100.0 * stats.efficiency(),
                   stats.t_min());
     log().info("[" + s.name() + "] " + line);
@@ -253,6 +256,7 @@ Json RunState::allpairs_json() const {
                    {"leaves", st.leaves},
                    {"cache_slots", st.cache_slots},
                    {"loads", st.loads},
+                   {"loaded_ahead", st.prefetched},
                    {"load_ratio", st.load_ratio()},
                    {"host_cache", {{"lookups_hit", st.hits}, {"loads", st.loads}, {"hit_rate", st.hit_rate()}, {"evictions", st.evictions}}},
                    {"steals", st.steals},

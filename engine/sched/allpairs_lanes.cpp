@@ -53,6 +53,17 @@ std::optional<std::size_t> PairLanes::next(std::size_t lane) {
   return own.begin++;
 }
 
+std::optional<std::size_t> PairLanes::peek(std::size_t lane) const {
+  std::lock_guard lk(m_);
+  if (shared_) {
+    if (cursor_ + 1 >= prefix_.size()) return std::nullopt;
+    return cursor_;
+  }
+  const Range& own = ranges_.at(lane);
+  if (own.begin < own.end) return own.begin;
+  return std::nullopt;
+}
+
 std::uint64_t PairLanes::steals() const {
   std::lock_guard lk(m_);
   return steals_;

@@ -29,6 +29,9 @@ public:
   // The next leaf (an index into plan.leaves) for `lane`: its own next, or
   // one it stole. nullopt when every leaf has been handed out.
   std::optional<std::size_t> next(std::size_t lane);
+  // The leaf next(lane) would give next from the lane's own range, without
+  // taking it (a steal is not foreseen); for loading its items ahead.
+  std::optional<std::size_t> peek(std::size_t lane) const;
 
   std::size_t lanes() const noexcept { return ranges_.size(); }
   std::uint64_t steals() const;

@@ -13,7 +13,16 @@
 // plan (plan_strips) the band's rows stay pinned while the lanes work on it
 // and the columns stream past: the cache needs the band's rows plus one
 // slot per lane.
+//
+// Loader threads (sched/allpairs_prefetch.hpp) load items ahead of the lanes,
+// as Rocket's I/O threads do: a band's rows all at once when the band
+// starts, then its columns in the order the lanes will take them, at most
+// one per lane ahead (the slot the band leaves beside each lane's own
+// column); in a Hilbert plan whose cache holds every item, the items of
+// each lane's current and next leaf. A lane that gets to an item first
+// loads it itself, as without them.
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
@@ -29,6 +38,7 @@
 #include "memory/slot_cache.hpp"
 #include "sched/allpairs_lanes.hpp"
 #include "sched/allpairs_plan.hpp"
+#include "sched/allpairs_prefetch.hpp"
 #include "sched/task_graph.hpp"
 
 namespace flowd::sched {
@@ -36,7 +46,8 @@ namespace flowd::sched {
 struct AllPairsOptions {
   std::size_t lanes = 1;
   std::size_t cache_slots = 0;  // 0: one per item (nothing is loaded twice)
-  std::size_t max_loads = 8;    // loads running at once (Rocket: 8)
+  std::size_t max_loads = 8;    // loads running at once (Rocket: 8), and loader threads
+  bool prefetch = true;         // load ahead of the lanes on max_loads loader threads
   KindMask runs_on = cpu_only;
 };
 
@@ -49,6 +60,7 @@ struct LeafRun {
 struct AllPairsStats {
   std::uint64_t items = 0, pairs = 0, leaves = 0;
   std::uint64_t loads = 0, hits = 0, evictions = 0, waits = 0, steals = 0;  // hits: cache lookups answered
+  std::uint64_t prefetched = 0;  // of the loads, those the loader threads made ahead of a lane
   std::size_t cache_slots = 0;
   double load_seconds = 0, compare_seconds = 0;  // summed over lanes
   double seconds = 0;                             // wall time of the whole plan
@@ -162,6 +174,128 @@ void run_allpairs(const PairPlan& plan, const AllPairsOptions& o, Load&& load, C
   const bool bands = plan.order == PairPlan::Order::strips;
   std::mutex band_m;
   std::condition_variable band_cv;
+  auto fail = [&](std::exception_ptr e) {
+    {
+      std::lock_guard lk(m);
+      if (!failure) failure = e;
+      stop = true;
+    }
+    std::lock_guard lk(band_m);  // wakes lanes waiting for a band
+    band_cv.notify_all();
+  };
+
+  // Loading ahead. ahead[item]: 0 not asked for, 1 asked for, 2 (a band's
+  // row or column) loaded and pinned by its loader until a lane takes it,
+  // so that nothing evicts it first. In a Hilbert plan an item is asked for
+  // once (the cache evicts nothing).
+  const std::uint64_t col_base = plan.shape == PairShape::rectangle ? plan.rows : 0;
+  std::size_t tallest_band = 0;
+  for (const auto& b : plan.leaves)
+    if (bands) tallest_band = std::max<std::size_t>(tallest_band, b.row_end - b.row_begin);
+  const bool ahead_bands = o.prefetch && bands;
+  const bool ahead_leaves = o.prefetch && !bands && slots >= items;
+  // Columns loaded ahead and not yet taken: the slots a band leaves beside
+  // the lanes' own columns, at most one per lane.
+  const std::size_t stream_limit = ahead_bands ? std::min(lanes, slots - tallest_band - lanes) : 0;
+  std::vector<std::atomic<std::uint8_t>> ahead(o.prefetch ? items : 0);
+  std::atomic<std::uint64_t> prefetched{0};
+  auto fetch = [&](const PrefetchRequest& r) {
+    if (stop.load(std::memory_order_relaxed)) return;
+    // A band's row or column is pinned for the lane that will take it,
+    // cached already or loaded now; but not once a lane has taken it: a
+    // lane takes an item while it has it pinned, so an item absent and not
+    // taken has not been loaded yet. Other items are only loaded.
+    std::size_t slot = 0;
+    bool load_it = true;
+    if (r.keep_pinned) {
+      const auto lease = cache.try_acquire(r.item, [&] { return ahead[r.item].load() == 1; });
+      if (!lease) return;  // being loaded, taken, or no slot free: a lane loads it
+      slot = lease->slot;
+      load_it = !lease->hit;
+    } else {
+      const auto reserved = cache.reserve_if_absent(r.item);
+      if (!reserved) return;  // cached, being loaded, or no slot free
+      slot = *reserved;
+    }
+    if (load_it) {
+      loads_gate.enter();
+      const auto ts = Clock::now();
+      try {
+        slot_data[slot] = load(*r.worker, r.item);
+      } catch (...) {
+        loads_gate.leave();
+        cache.abandon(slot);
+        fail(std::current_exception());
+        return;
+      }
+      const double took = std::chrono::duration<double>(Clock::now() - ts).count();
+      loads_gate.leave();
+      cache.publish(slot);
+      ++prefetched;
+      std::lock_guard lk(m);
+      load_s += took;
+    }
+    std::uint8_t asked = 1;
+    if (!(r.keep_pinned && ahead[r.item].compare_exchange_strong(asked, 2))) cache.release(slot);
+  };
+  Prefetcher loaders(o.prefetch ? std::max<std::size_t>(o.max_loads, 1) : 0, fetch);
+  // The band whose columns stream: the next column to ask for, its end, and
+  // how many were asked for and not yet taken.
+  std::mutex stream_m;
+  struct {
+    std::uint32_t band = 0, next = 0, end = 0;
+    bool started = false;
+    std::size_t outstanding = 0;
+  } stream;
+  auto pump_locked = [&](const WorkerInfo& w) {
+    while (stream.outstanding < stream_limit && stream.next < stream.end) {
+      const std::uint64_t item = col_base + stream.next++;
+      std::uint8_t none = 0;
+      if (!ahead[item].compare_exchange_strong(none, 1)) continue;
+      ++stream.outstanding;
+      loaders.request({item, true, &w});
+    }
+  };
+  auto start_band = [&](const PairBlock& b, const WorkerInfo& w) {
+    if (!ahead_bands) return;
+    std::lock_guard lk(stream_m);
+    if (stream.started && stream.band == b.row_begin) return;  // another lane started it
+    stream.started = true;
+    stream.band = b.row_begin;
+    stream.next = plan.shape == PairShape::rectangle ? 0 : b.row_end;  // a triangle's own rows are the band's
+    stream.end = plan.cols;
+    stream.outstanding = 0;
+    for (std::uint32_t i = b.row_begin; i < b.row_end; ++i) {
+      std::uint8_t none = 0;
+      if (ahead[i].compare_exchange_strong(none, 1)) loaders.request({i, true, &w});
+    }
+    pump_locked(w);
+  };
+  // A lane has pinned the band's row `item`: the loader's pin goes.
+  auto took_row = [&](std::uint64_t item, std::size_t slot) {
+    if (ahead_bands && ahead[item].exchange(0) == 2) cache.release(slot);
+  };
+  // A lane has the column `item` in `slot`: the loader's pin goes, and the
+  // next column is asked for.
+  auto took_column = [&](std::uint64_t item, std::size_t slot, const WorkerInfo& w) {
+    if (!ahead_bands) return;
+    const std::uint8_t was = ahead[item].exchange(0);
+    if (was == 0) return;
+    if (was == 2) cache.release(slot);
+    std::lock_guard lk(stream_m);
+    --stream.outstanding;
+    pump_locked(w);
+  };
+  auto ask_leaf = [&](std::size_t leaf, const WorkerInfo& w) {
+    if (!ahead_leaves) return;
+    const PairBlock& b = plan.leaves[leaf];
+    auto ask = [&](std::uint64_t item) {
+      std::uint8_t none = 0;
+      if (ahead[item].compare_exchange_strong(none, 1)) loaders.request({item, false, &w});
+    };
+    for (std::uint32_t i = b.row_begin; i < b.row_end; ++i) ask(i);
+    for (std::uint32_t j = b.col_begin; j < b.col_end; ++j) ask(col_base + j);
+  };
   std::map<std::uint32_t, std::size_t> band_left;  // band (first row) -> leaves not done
   if (bands)
     for (const auto& b : plan.leaves) ++band_left[b.row_begin];
@@ -212,7 +346,10 @@ void run_allpairs(const PairPlan& plan, const AllPairsOptions& o, Load&& load, C
               if (!leaf) break;
               const PairBlock& b = plan.leaves[*leaf];
               const auto leaf_start = Clock::now();
-              const std::uint64_t col_base = plan.shape == PairShape::rectangle ? plan.rows : 0;
+              if (ahead_leaves) {
+                ask_leaf(*leaf, w);
+                if (const auto upcoming = sched.peek(lane)) ask_leaf(*upcoming, w);
+              }
               auto wanted = [&](std::uint32_t i, std::uint32_t j) {
                 return plan.shape == PairShape::rectangle || (plan.shape == PairShape::triangle ? i < j : i <= j);
               };
@@ -224,8 +361,11 @@ void run_allpairs(const PairPlan& plan, const AllPairsOptions& o, Load&& load, C
                     band_cv.wait(lk, [&] { return earlier_bands_done(b.row_begin) || stop.load(); });
                   }
                   band = b.row_begin;
-                  for (std::uint32_t i = b.row_begin; i < b.row_end && !stop.load(std::memory_order_relaxed); ++i)
+                  start_band(b, w);
+                  for (std::uint32_t i = b.row_begin; i < b.row_end && !stop.load(std::memory_order_relaxed); ++i) {
                     band_slots.push_back(acquire(i));
+                    took_row(i, band_slots.back());
+                  }
                 }
                 for (std::uint32_t j = b.col_begin; j < b.col_end && !stop.load(std::memory_order_relaxed); ++j) {
                   const std::uint64_t col_item = col_base + j;
@@ -234,6 +374,7 @@ void run_allpairs(const PairPlan& plan, const AllPairsOptions& o, Load&& load, C
                   for (std::uint32_t i = b.row_begin; i < b.row_end && !any; ++i) any = wanted(i, j);
                   if (!any) continue;
                   const std::size_t col_slot = in_band ? band_slots[col_item - b.row_begin] : acquire(col_item);
+                  if (!in_band) took_column(col_item, col_slot, w);
                   try {
                     for (std::uint32_t i = b.row_begin; i < b.row_end; ++i) {
                       if (!wanted(i, j)) continue;
@@ -303,13 +444,7 @@ void run_allpairs(const PairPlan& plan, const AllPairsOptions& o, Load&& load, C
                                  since(Clock::now())});
             }
           } catch (...) {
-            {
-              std::lock_guard lk(m);
-              if (!failure) failure = std::current_exception();
-              stop = true;
-            }
-            std::lock_guard lk(band_m);  // wakes lanes waiting for a band
-            band_cv.notify_all();
+            fail(std::current_exception());
           }
           unpin_band();
           std::lock_guard lk(m);
@@ -322,6 +457,7 @@ void run_allpairs(const PairPlan& plan, const AllPairsOptions& o, Load&& load, C
         },
         o.runs_on);
   g.run(pool);
+  loaders.stop();
   stats.seconds = since(Clock::now());
   if (failure) std::rethrow_exception(failure);
   const auto cs = cache.stats();
@@ -330,6 +466,7 @@ void run_allpairs(const PairPlan& plan, const AllPairsOptions& o, Load&& load, C
   stats.evictions = cs.evictions;
   stats.waits = cs.waits;
   stats.steals = sched.steals();
+  stats.prefetched = prefetched.load();
   stats.load_seconds = load_s;
   stats.compare_seconds = compare_s;
   std::sort(stats.leaf_runs.begin(), stats.leaf_runs.end(),

@@ -27,6 +27,7 @@ struct AllPairsConfig {
   std::uint64_t leaf_pairs = 0;
   std::uint64_t cache_items = 0;
   std::uint64_t max_loads = 8;
+  bool load_ahead = true;  // loader threads load items ahead of the workers
 };
 
 struct StageNode {

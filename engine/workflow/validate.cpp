@@ -42,8 +42,10 @@ void check_allpairs(const StageDecl& s, const OperatorSpec& spec, Diagnostics& d
   for (const auto& [k, v] : s.allpairs.items()) {
     const std::string at = pointer({"stages", s.name, "allpairs", k});
     const std::int64_t lowest = k == "cache_items" ? 0 : 1;
-    if (k != "leaf_pairs" && k != "cache_items" && k != "max_loads")
-      d.add(at, "unknown all-pairs setting '" + k + "'; settings: leaf_pairs, cache_items, max_loads");
+    if (k == "load_ahead") {
+      if (!v.is_boolean()) d.add(at, "expected true or false, got " + v.dump());
+    } else if (k != "leaf_pairs" && k != "cache_items" && k != "max_loads")
+      d.add(at, "unknown all-pairs setting '" + k + "'; settings: leaf_pairs, cache_items, max_loads, load_ahead");
     else if (!v.is_number_integer() || v.get<std::int64_t>() < lowest)
       d.add(at, "expected an integer >= " + std::to_string(lowest) + ", got " + v.dump());
   }
@@ -147,6 +149,8 @@ std::optional<StageNode> open_stage(const StageDecl& s, const Params& params, st
         node.allpairs.leaf_pairs = get("leaf_pairs", 0);
         node.allpairs.cache_items = get("cache_items", 0);
         node.allpairs.max_loads = get("max_loads", 8);
+        if (const auto it = s.allpairs.find("load_ahead"); it != s.allpairs.end() && it->is_boolean())
+          node.allpairs.load_ahead = it->get<bool>();
       }
     } else {
       node.consecutive_pairs = !s.pairs.empty();

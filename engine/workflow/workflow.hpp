@@ -33,7 +33,7 @@ struct StageDecl {
   // A map stage fed consecutive pairs of one keyed series ("consecutive";
   // empty: items matched by key). docs/workflow-format.md, "Pairs".
   std::string pairs;
-  // An all-pairs stage's tuning ({"leaf_pairs", "cache_items", "max_loads"});
+  // An all-pairs stage's tuning ({"leaf_pairs", "cache_items", "max_loads", "load_ahead"});
   // null: defaults. docs/workflow-format.md, "All-pairs stages".
   Json allpairs = nullptr;
 };

@@ -5,6 +5,7 @@
 // correct) under a tiny cache, and the first failure stopping the run.
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <map>
 #include <mutex>
 #include <set>
@@ -73,7 +74,8 @@ struct Case {
   std::uint32_t rows, cols;
 };
 
-void check_all_pairs_once(const Case& c, int workers, std::size_t lanes, std::size_t cache_slots, bool strips) {
+void check_all_pairs_once(const Case& c, int workers, std::size_t lanes, std::size_t cache_slots, bool strips,
+                          bool prefetch) {
   const PairPlan plan = strips ? plan_strips(c.shape, c.rows, c.cols, 5, 8) : plan_pairs(c.shape, c.rows, c.cols, 8);
   auto p = pool(workers);
   std::mutex m;
@@ -82,6 +84,7 @@ void check_all_pairs_once(const Case& c, int workers, std::size_t lanes, std::si
   AllPairsOptions o;
   o.lanes = lanes;
   o.cache_slots = cache_slots;
+  o.prefetch = prefetch;
   AllPairsStats st;
   run_allpairs<std::uint64_t>(
       plan, o,
@@ -115,6 +118,10 @@ void check_all_pairs_once(const Case& c, int workers, std::size_t lanes, std::si
   EXPECT_EQ(by_lanes, expected);
   EXPECT_EQ(st.loads, static_cast<std::uint64_t>(loads.load()));
   EXPECT_EQ(st.leaf_runs.size(), plan.leaves.size());
+  EXPECT_LE(st.prefetched, st.loads);
+  if (!prefetch) {
+    EXPECT_EQ(st.prefetched, 0u);
+  }
   if (cache_slots == 0 && expected > 0) {
     EXPECT_EQ(st.load_ratio(), 1.0) << "a cache holding every item loads each once";
   }
@@ -126,12 +133,14 @@ TEST(RunAllPairs, EveryPairExactlyOnceForEachShapeAndLaneCount) {
                         Case{PairShape::triangle, 2, 2}})
     for (std::size_t lanes : {1u, 2u, 5u})
       for (std::size_t slots : {std::size_t{0}, 2 * lanes})
-        for (bool strips : {false, true}) {
-          SCOPED_TRACE("rows " + std::to_string(c.rows) + " lanes " + std::to_string(lanes) + " slots " +
-                       std::to_string(slots) + (strips ? " strips" : " hilbert"));
-          // A band of 5 rows stays pinned, and each lane streams a column.
-          check_all_pairs_once(c, 3, lanes, strips && slots ? std::max(slots, 5 + lanes) : slots, strips);
-        }
+        for (bool strips : {false, true})
+          for (bool prefetch : {false, true}) {
+            SCOPED_TRACE("rows " + std::to_string(c.rows) + " lanes " + std::to_string(lanes) + " slots " +
+                         std::to_string(slots) + (strips ? " strips" : " hilbert") +
+                         (prefetch ? " loading ahead" : ""));
+            // A band of 5 rows stays pinned, and each lane streams a column.
+            check_all_pairs_once(c, 3, lanes, strips && slots ? std::max(slots, 5 + lanes) : slots, strips, prefetch);
+          }
 }
 
 TEST(RunAllPairs, ATinyCacheEvictsAndReloadsAndStripsKeepRLowWithAThirdCached) {
@@ -158,6 +167,45 @@ TEST(RunAllPairs, ATinyCacheEvictsAndReloadsAndStripsKeepRLowWithAThirdCached) {
   EXPECT_LE(strips.load_ratio(), 2.2 + 1e-9);
   EXPECT_EQ(strips.evictions + 40, strips.loads);
   EXPECT_LT(strips.load_ratio(), third.load_ratio()) << "hilbert R " << third.load_ratio();
+}
+
+// Loads that wait (a slow disk): the loader threads load a band's rows
+// together and its columns ahead of the lanes, and no item more often than
+// a band plan loads it without them.
+TEST(RunAllPairs, LoaderThreadsLoadAheadWithoutLoadingMore) {
+  auto p = pool(2);
+  // 60 items, 20 slots, 2 lanes: bands of 16 rows; at most 16 + 44, 16 + 28,
+  // 16 + 12 and 12 loads.
+  const PairPlan plan = plan_strips(PairShape::triangle, 60, 60, 16, 16);
+  auto run = [&](bool prefetch) {
+    AllPairsOptions o;
+    o.lanes = 2;
+    o.cache_slots = 20;
+    o.prefetch = prefetch;
+    AllPairsStats st;
+    std::mutex m;
+    std::set<std::pair<std::uint32_t, std::uint32_t>> seen;
+    run_allpairs<std::uint64_t>(
+        plan, o,
+        [](const WorkerInfo&, std::uint64_t item) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(3));
+          return item;
+        },
+        [&](const WorkerInfo&, std::size_t, std::uint32_t i, std::uint32_t j, const std::uint64_t& a,
+            const std::uint64_t& b) {
+          if (a != i || b != j) throw std::runtime_error("wrong item");
+          std::lock_guard lk(m);
+          EXPECT_TRUE(seen.insert({i, j}).second) << i << "," << j << " twice";
+        },
+        p, st);
+    EXPECT_EQ(seen.size(), 60u * 59u / 2u);
+    EXPECT_LE(st.loads, 144u);
+    return st;
+  };
+  const AllPairsStats off = run(false), on = run(true);
+  EXPECT_EQ(off.prefetched, 0u);
+  EXPECT_GT(on.prefetched, 0u) << "eight loader threads for a band of 16 rows that each take 3 ms";
+  EXPECT_LE(on.prefetched, on.loads);
 }
 
 TEST(PlanStrips, BandsCoverEveryPairOnceInOrder) {

@@ -69,7 +69,8 @@ TEST(AllPairsStage, EveryPairOnceForEachShapeWorkerCountAndCache) {
   for (const Case& c : {Case{23, 0, ""}, Case{17, 0, "triangle-with-diagonal"}, Case{9, 14, ""}, Case{1, 0, ""}})
     for (int w : {1, 3})
       for (const std::string& settings : {std::string(), std::string(R"({"cache_items": 12, "leaf_pairs": 5})"),
-                                         std::string(R"({"leaf_pairs": 1, "max_loads": 1})")}) {
+                                         std::string(R"({"leaf_pairs": 1, "max_loads": 1})"),
+                                         std::string(R"({"cache_items": 12, "load_ahead": false})")}) {
         SCOPED_TRACE(std::to_string(c.n) + "x" + std::to_string(c.m) + " " + c.pairs + " workers " +
                      std::to_string(w) + " " + settings);
         const auto r = test::run(pairs_workflow(c.n, c.m, c.pairs, settings, out), workers(w));
@@ -108,4 +109,8 @@ TEST(AllPairsStage, SettingsAreCheckedAtTheirPointers) {
             std::string::npos);
   EXPECT_EQ(test::validation_problem(pairs_workflow(4, 0, "triangle-with-diagonal", R"({"cache_items": 0, "max_loads": 2})", "x")),
             "(valid)");
+  EXPECT_NE(test::validation_problem(pairs_workflow(4, 0, "", R"({"load_ahead": 1})", "x"))
+                .find("/stages/ap/allpairs/load_ahead: expected true or false, got 1"),
+            std::string::npos);
+  EXPECT_EQ(test::validation_problem(pairs_workflow(4, 0, "", R"({"load_ahead": false, "cache_items": 3})", "x")), "(valid)");
 }

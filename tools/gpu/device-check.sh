@@ -9,8 +9,8 @@
 # printed last. Each step has its own time limit so the script always ends
 # (and packs its logs) inside the call's limit.
 #
-#   tools/gpu/device-check.sh [tests] [sanitizer] [bench] [prnu] [allpairs] [nuclei] [registration] [timing]
-#   (default: all but allpairs and timing)
+#   tools/gpu/device-check.sh [tests] [sanitizer] [bench] [prnu] [allpairs] [ahead] [nuclei] [registration] [timing]
+#   (default: all but allpairs, ahead and timing)
 #
 # FLOWD_DEVICE_BUDGET_S (default 420): a step that would start later than
 # this many seconds after the script began is skipped, and says so, so that
@@ -256,11 +256,17 @@ fi
 # (CPU only: R and efficiency with many lanes on a quiet machine).
 if step allpairs; then
   export FLOWD_CACHE_DIR=/tmp/dc-cache  # generated inputs: kept out of the logs that come back
-  for cfg in ${FLOWD_ALLPAIRS_RUNS:-0:16 100:2 100:16}; do
-    c=${cfg%%:*} l=${cfg#*:}
-    ours timeout 60 "$bin/flowd-bench-allpairs-cache" --items 300 --cache "$c" --lanes "$l" --load-ms 4 --compare-us 50 \
-      >"$logs/allpairs-runner-$c-$l.txt" 2>&1
-    say "allpairs runner cache=$c lanes=$l: rc=$? $(tr '\n' ' ' <"$logs/allpairs-runner-$c-$l.txt" | tr -s ' ')"
+  # Three rounds, configurations interleaved; a small cache runs the band
+  # plan only (its Hilbert order, R = n/C per lane's region, was measured).
+  for round in 1 2 3; do
+    for cfg in ${FLOWD_ALLPAIRS_RUNS:-0:16 100:2 100:16}; do
+      c=${cfg%%:*} l=${cfg#*:}
+      plan=both && [[ $c != 0 ]] && plan=bands
+      ours timeout 60 "$bin/flowd-bench-allpairs-cache" --items 300 --cache "$c" --lanes "$l" --load-ms 4 --compare-us 50 \
+        --plan $plan >"$logs/allpairs-runner-$c-$l-$round.txt" 2>&1
+      say "allpairs runner round $round cache=$c lanes=$l: rc=$?"
+      grep -E "^(hilbert|bands)" "$logs/allpairs-runner-$c-$l-$round.txt" | tee -a "$summary"
+    done
   done
   photos='synthetic:prnu?cameras=30&flatfields=1&images=10&width=1024&height=768&seed=2&part=images'
   for c in ${FLOWD_ALLPAIRS_CACHES:-0}; do
@@ -270,6 +276,20 @@ if step allpairs; then
       >"$logs/prnu-allpairs-$c.log" 2>&1
     say "prnu-allpairs 300 photos cache_items=$c --cpu 16: rc=$? $(( ($(date +%s%N) - s) / 1000000 )) ms"
     grep -E "all-pairs of|AUC" "$logs/prnu-allpairs-$c.log" | tee -a "$summary"
+  done
+fi
+# The PRNU all-pairs job with and without loading ahead, side by side:
+# rounds interleaved (FLOWD_AHEAD_ROUNDS, default 2), all 300 residuals
+# cached, 16 workers.
+if step ahead; then
+  export FLOWD_CACHE_DIR=/tmp/dc-cache
+  photos='synthetic:prnu?cameras=30&flatfields=1&images=10&width=1024&height=768&seed=2&part=images'
+  for round in $(seq "${FLOWD_AHEAD_ROUNDS:-2}"); do
+    for ahead in false true; do
+      ours timeout 90 "$bin/flowd" run workflows/prnu-allpairs.json --cpu 16 --no-progress --set "images=$photos" \
+        --set load_ahead=$ahead --set output=/tmp/prnu-ahead-$ahead >"$logs/prnu-ahead-$ahead-$round.log" 2>&1
+      say "prnu-allpairs load_ahead=$ahead round $round: rc=$? $(grep -o 'on 16 lanes, [0-9.]* s; R = [0-9.]*.*' "$logs/prnu-ahead-$ahead-$round.log")"
+    done
   done
 fi
 say "device-check: done in $(( $(date +%s) - t0 )) s"

@@ -625,14 +625,14 @@ if (Array.isArray(cfg.allpairs) && cfg.allpairs.length) {
   for (const a of cfg.allpairs) {
     const hc = a.host_cache || {};
     const head = el('tr', {}, ...['stage', 'operator', 'pairs', 'order', 'items', 'pairs computed', 'leaves', 'cache slots',
-      'R', 'hit rate', 'evictions', 'steals', 'time', 'T_min', 'efficiency']
+      'R', 'loaded ahead', 'hit rate', 'evictions', 'steals', 'time', 'T_min', 'efficiency']
       .map((t, i) => el('th', { class: i < 4 ? 'l' : '', text: t })));
     const row = el('tr', { 'data-allpairs-load-ratio': String(a.load_ratio) },
       el('td', { class: 'l', text: fmtValue(a.stage) }), el('td', { class: 'l', text: fmtValue(a.operator) }),
       el('td', { class: 'l', text: fmtValue(a.pairs_shape) }), el('td', { class: 'l', text: fmtValue(a.order) }),
       el('td', { text: fmtCount(a.items) }), el('td', { text: fmtCount(a.pairs) }), el('td', { text: fmtCount(a.leaves) }),
       el('td', { text: fmtCount(a.cache_slots) }), el('td', { text: Number(a.load_ratio).toFixed(2) }),
-      el('td', { text: fmtPct(hc.hit_rate || 0) }), el('td', { text: fmtCount(hc.evictions || 0) }),
+      el('td', { text: fmtCount(a.loaded_ahead || 0) }), el('td', { text: fmtPct(hc.hit_rate || 0) }), el('td', { text: fmtCount(hc.evictions || 0) }),
       el('td', { text: fmtCount(a.steals || 0) }), el('td', { text: fmtDur((a.seconds || 0) * 1e9) }),
       el('td', { text: fmtDur((a.t_min_seconds || 0) * 1e9) }), el('td', { text: fmtPct(a.efficiency || 0) }));
     body.append(el('table', {}, el('thead', {}, head), el('tbody', {}, row)));
