@@ -197,7 +197,7 @@ void run_allpairs(const PairPlan& plan, const AllPairsOptions& o, Load&& load, C
   // Columns loaded ahead and not yet taken: the slots a band leaves beside
   // the lanes' own columns, at most one per lane.
   const std::size_t stream_limit = ahead_bands ? std::min(lanes, slots - tallest_band - lanes) : 0;
-  std::vector<std::atomic<std::uint8_t>> ahead(o.prefetch ? items : 0);
+  std::vector<std::atomic<std::uint8_t>> ahead(ahead_bands || ahead_leaves ? items : 0);
   std::atomic<std::uint64_t> prefetched{0};
   auto fetch = [&](const PrefetchRequest& r) {
     if (stop.load(std::memory_order_relaxed)) return;
@@ -238,7 +238,9 @@ void run_allpairs(const PairPlan& plan, const AllPairsOptions& o, Load&& load, C
     std::uint8_t asked = 1;
     if (!(r.keep_pinned && ahead[r.item].compare_exchange_strong(asked, 2))) cache.release(slot);
   };
-  Prefetcher loaders(o.prefetch ? std::max<std::size_t>(o.max_loads, 1) : 0, fetch);
+  // No threads where nothing would be asked of them (a Hilbert plan whose
+  // cache evicts: a lane's next leaf may evict what it holds now).
+  Prefetcher loaders(ahead_bands || ahead_leaves ? std::max<std::size_t>(o.max_loads, 1) : 0, fetch);
   // The band whose columns stream: the next column to ask for, its end, and
   // how many were asked for and not yet taken.
   std::mutex stream_m;

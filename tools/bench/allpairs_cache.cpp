@@ -10,6 +10,7 @@
 // compute would compete with the lanes for the same cores.
 //
 //   flowd-bench-allpairs-cache --items 300 --cache 100 --lanes 2 --load-ms 4 --compare-us 50 [--plan bands]
+//                              [--max-loads 8]
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -36,13 +37,14 @@ void spin(double us) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int items = 300, cache = 100, lanes = 2, leaf = 0;
+  int items = 300, cache = 100, lanes = 2, leaf = 0, max_loads = 8;
   std::string plans = "both";
   double load_ms = 4, compare_us = 50;
   po::options_description d("flowd-bench-allpairs-cache");
   d.add_options()("items", po::value(&items), "n")("cache", po::value(&cache), "cache slots (0: all)")(
       "lanes", po::value(&lanes), "worker threads")("leaf", po::value(&leaf), "leaf pairs (0: as the stage)")(
-      "load-ms", po::value(&load_ms), "sleep per load")("plan", po::value(&plans), "hilbert, bands or both")("compare-us", po::value(&compare_us), "spin per pair");
+      "load-ms", po::value(&load_ms), "sleep per load")("plan", po::value(&plans), "hilbert, bands or both")(
+      "max-loads", po::value(&max_loads), "loads at once, and loader threads (the stage's max_loads)")("compare-us", po::value(&compare_us), "spin per pair");
   po::variables_map vm;
   po::store(po::parse_command_line(argc, argv, d), vm);
   po::notify(vm);
@@ -69,6 +71,7 @@ int main(int argc, char** argv) {
       o.lanes = static_cast<std::size_t>(lanes);
       o.cache_slots = static_cast<std::size_t>(cache);
       o.prefetch = ahead;
+      o.max_loads = static_cast<std::size_t>(std::max(max_loads, 1));
       AllPairsStats st;
       run_allpairs<int>(
           plan, o,
