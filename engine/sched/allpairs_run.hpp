@@ -137,8 +137,9 @@ void run_allpairs(const PairPlan& plan, const AllPairsOptions& o, Load&& load, C
                                   std::to_string(2 * lanes));
     slots = 2 * lanes;
   }
+  // A bands plan's tallest band (0 for a Hilbert plan).
+  std::size_t tallest = 0;
   if (plan.order == PairPlan::Order::strips) {
-    std::size_t tallest = 0;
     for (const auto& b : plan.leaves) tallest = std::max<std::size_t>(tallest, b.row_end - b.row_begin);
     if (!o.cache_slots) slots = std::max(slots, tallest + lanes);
     if (slots < tallest + lanes)
@@ -189,14 +190,11 @@ void run_allpairs(const PairPlan& plan, const AllPairsOptions& o, Load&& load, C
   // so that nothing evicts it first. In a Hilbert plan an item is asked for
   // once (the cache evicts nothing).
   const std::uint64_t col_base = plan.shape == PairShape::rectangle ? plan.rows : 0;
-  std::size_t tallest_band = 0;
-  for (const auto& b : plan.leaves)
-    if (bands) tallest_band = std::max<std::size_t>(tallest_band, b.row_end - b.row_begin);
   const bool ahead_bands = o.prefetch && bands;
   const bool ahead_leaves = o.prefetch && !bands && slots >= items;
   // Columns loaded ahead and not yet taken: the slots a band leaves beside
   // the lanes' own columns, at most one per lane.
-  const std::size_t stream_limit = ahead_bands ? std::min(lanes, slots - tallest_band - lanes) : 0;
+  const std::size_t stream_limit = ahead_bands ? std::min(lanes, slots - tallest - lanes) : 0;
   std::vector<std::atomic<std::uint8_t>> ahead(ahead_bands || ahead_leaves ? items : 0);
   std::atomic<std::uint64_t> prefetched{0};
   auto fetch = [&](const PrefetchRequest& r) {
