@@ -125,4 +125,12 @@ std::optional<std::uint64_t> SlotCache::key_of(std::size_t slot) const {
   return s.key;
 }
 
+std::vector<std::uint64_t> SlotCache::ready_keys() const {
+  std::lock_guard lk(m_);
+  std::vector<std::uint64_t> keys;
+  for (const Slot& s : slots_)
+    if (s.state == State::ready) keys.push_back(s.key);
+  return keys;
+}
+
 }  // namespace flowd::memory

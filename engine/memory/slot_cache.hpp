@@ -58,6 +58,8 @@ public:
   std::size_t slots() const noexcept { return slots_.size(); }
   // The key a slot holds (ready or being written), for tests and reports.
   std::optional<std::uint64_t> key_of(std::size_t slot) const;
+  // The keys of every ready slot, in slot order (what a peer may be served).
+  std::vector<std::uint64_t> ready_keys() const;
 
 private:
   enum class State : std::uint8_t { empty, writing, ready };

@@ -3,39 +3,18 @@
 // pair matrix is split into Hilbert-ordered leaves (sched/allpairs_plan.hpp),
 // and lanes on the run's CPU workers compute every pair through a cache of
 // preprocessed items (sched/allpairs_run.hpp). The stage emits one table:
-// a, b (indices) and one f64 column per score, sorted by (a, b).
+// a, b (indices) and one f64 column per score, sorted by (a, b). In a
+// cluster run the leaves run on the worker nodes instead
+// (cluster_allpairs.cpp).
 #include <algorithm>
 #include <cstdio>
 #include <numeric>
 
-#include "runtime/contexts.hpp"
+#include "runtime/allpairs_pairs.hpp"
 #include "runtime/remote.hpp"
 #include "runtime/run_state.hpp"
 
 namespace flowd::runtime::detail {
-
-namespace {
-
-const char* shape_name(sched::PairShape s) {
-  return s == sched::PairShape::triangle                 ? "triangle"
-         : s == sched::PairShape::triangle_with_diagonal ? "triangle-with-diagonal"
-                                                         : "rectangle";
-}
-
-// Rocket's leaves hold a few hundred pairs: enough for each lane to reuse a
-// leaf's items across its rows, few enough that every lane has many leaves
-// to steal (at least 8 per lane).
-std::uint64_t default_leaf_pairs(std::uint64_t total, int lanes) {
-  return std::clamp<std::uint64_t>(total / (8 * static_cast<std::uint64_t>(std::max(lanes, 1))), 1, 256);
-}
-
-// One lane's pairs in the order it computed them.
-struct LaneRows {
-  std::vector<std::int64_t> a, b;
-  std::vector<double> scores;  // scores.size() per pair
-};
-
-}  // namespace
 
 void RunState::run_allpairs(StageState& s, sched::TaskEnv& env) {
   std::vector<CarriedPtr> rows, cols;
@@ -60,6 +39,9 @@ void RunState::run_allpairs(StageState& s, sched::TaskEnv& env) {
   std::optional<sched::PairPlan> plan;
   const int lanes = scan_lanes(runner_, sched::cpu_only);
   std::vector<LaneRows> by_lane(static_cast<std::size_t>(lanes));
+  std::optional<Table> table;
+  std::vector<RemoteNode> nodes;
+  if (opts().remote) nodes = opts().remote->nodes_for(s.node->index);
   if (rows.empty() || (two_sets && cols.empty())) {
     log().warn("[" + s.name() + "] received no items" + std::string(two_sets ? " on one of its sets" : "") +
                ", so there are no pairs");
@@ -76,99 +58,50 @@ void RunState::run_allpairs(StageState& s, sched::TaskEnv& env) {
       // loaded once whatever the order). A smaller one: bands of rows it
       // holds, less the two slots each lane pins (sched/allpairs_plan.hpp).
       const std::uint64_t pinned = 2 * static_cast<std::uint64_t>(lanes);
-      if (cfg.cache_items == 0 || cfg.cache_items >= items || cfg.cache_items <= pinned) {
-        plan = sched::plan_pairs(cfg.shape, nr, nc, leaf);
-        // A quadrant is split only while every part keeps `leaf` pairs, and
-        // a triangle's corners are small: halve the chosen size until each
-        // lane has leaves to run and to steal (a leaf size the workflow
-        // gives is kept).
-        for (std::uint64_t t = leaf; !cfg.leaf_pairs && t > 1 && plan->leaves.size() < 8 * static_cast<std::size_t>(lanes);) {
-          t /= 2;
-          plan = sched::plan_pairs(cfg.shape, nr, nc, t);
-        }
+      if (!nodes.empty()) {
+        table = cluster_allpairs(s, rows, cols, nodes, env, stats, plan);
       } else {
-        plan = sched::plan_strips(cfg.shape, nr, nc, static_cast<std::uint32_t>(cfg.cache_items - pinned), leaf);
-      }
-      sched::AllPairsOptions so;
-      so.lanes = static_cast<std::size_t>(lanes);
-      so.cache_slots = static_cast<std::size_t>(cfg.cache_items);
-      so.max_loads = static_cast<std::size_t>(cfg.max_loads);
-      so.prefetch = cfg.load_ahead;
+        if (cfg.cache_items == 0 || cfg.cache_items >= items || cfg.cache_items <= pinned)
+          plan = hilbert_plan(cfg.shape, nr, nc, cfg.leaf_pairs, lanes);
+        else
+          plan = sched::plan_strips(cfg.shape, nr, nc, static_cast<std::uint32_t>(cfg.cache_items - pinned), leaf);
+        sched::AllPairsOptions so;
+        so.lanes = static_cast<std::size_t>(lanes);
+        so.cache_slots = static_cast<std::size_t>(cfg.cache_items);
+        so.max_loads = static_cast<std::size_t>(cfg.max_loads);
+        so.prefetch = cfg.load_ahead;
 
-      // ℓ = preprocess(load(x)), traced as a span of its own per item.
-      auto load = [&](const sched::WorkerInfo& w, std::uint64_t item) {
-        const CarriedPtr& c = item < rows.size() ? rows[item] : cols[item - rows.size()];
-        const std::string& key = c->item.meta.key;
-        Item result;
-        const Outcome lo = s.call(runner_.trace(), key, [&] {
-          if (runner_.stopping()) throw Error("the run is stopping");
-          Item scratch;
-          const Item& in = c->remote ? (scratch = c->remote->fetch()) : runner_.on_host(*c, scratch);
-          const Inputs inputs{key, {&in}};
-          ReduceContextImpl ctx(*s.node, &inputs, runner_.log(), runner_.stop_flag());
-          result = op.preprocess(ctx, op.load(ctx, in));
-        });
-        runner_.trace_task(s.op(), s.name(), w, key, "load", lo);
-        if (!lo.ok) throw ItemError(lo.key, lo.error);
-        return result;
-      };
-      auto compare = [&](const sched::WorkerInfo&, std::size_t lane, std::uint32_t i, std::uint32_t j, const Item& a,
-                         const Item& b) {
-        LaneRows& out = by_lane[lane];
-        const std::size_t at = out.scores.size();
-        out.scores.resize(at + nscores, 0.0);
-        const std::span<double> sc(out.scores.data() + at, nscores);
-        const std::uint64_t col_item = two_sets ? rows.size() + j : j;
-        try {
-          if (runner_.stopping()) throw Error("the run is stopping");
-          const Inputs inputs{a.meta.key, {&a, &b}};
-          ReduceContextImpl ctx(*s.node, &inputs, runner_.log(), runner_.stop_flag());
-          op.compare(ctx, a, b, sc);
-          op.postprocess(ctx, sc);
-        } catch (const std::exception& e) {
-          throw ItemError(key_of(i), "comparing '" + key_of(i) + "' with '" + key_of(col_item) + "': " + e.what());
-        }
-        out.a.push_back(i);
-        out.b.push_back(j);
-      };
-      HelpingPool pool(runner_, env.worker());
-      sched::run_allpairs<Item>(*plan, so, load, compare, pool, stats);
+        // ℓ = preprocess(load(x)), traced as a span of its own per item.
+        auto load = [&](const sched::WorkerInfo& w, std::uint64_t item) {
+          const CarriedPtr& c = item < rows.size() ? rows[item] : cols[item - rows.size()];
+          const std::string& key = c->item.meta.key;
+          Item result;
+          const Outcome lo = s.call(runner_.trace(), key, [&] {
+            if (runner_.stopping()) throw Error("the run is stopping");
+            Item scratch;
+            const Item& in = c->remote ? (scratch = c->remote->fetch()) : runner_.on_host(*c, scratch);
+            result = load_preprocessed(*s.node, in, runner_.log(), runner_.stop_flag());
+          });
+          runner_.trace_task(s.op(), s.name(), w, key, "load", lo);
+          if (!lo.ok) throw ItemError(lo.key, lo.error);
+          return result;
+        };
+        auto compare = [&](const sched::WorkerInfo&, std::size_t lane, std::uint32_t i, std::uint32_t j, const Item& a,
+                           const Item& b) {
+          compare_pair(*s.node, runner_.log(), runner_.stop_flag(), nscores, by_lane[lane], i, j, a, b, key_of(i),
+                       key_of(two_sets ? rows.size() + j : j));
+        };
+        HelpingPool pool(runner_, env.worker());
+        sched::run_allpairs<Item>(*plan, so, load, compare, pool, stats);
+        table = pair_table(by_lane, names);
+      }
     } catch (const std::exception& e) {
       o = {false, e.what(), failed_key(e, s.name()), o.start_ns, 0};
     }
     o.end_ns = runner_.trace().now();
   }
-
-  // The table, in (a, b) order whichever lane computed each pair.
-  Table table;
-  auto& ca = table.add_column<std::int64_t>("a");
-  auto& cb = table.add_column<std::int64_t>("b");
-  std::vector<std::vector<double>*> cs;
-  for (const auto& n : names) cs.push_back(&table.add_column<double>(n));
-  if (o.ok) {
-    struct Ref {
-      std::uint32_t lane;
-      std::size_t index;
-    };
-    std::vector<Ref> order;
-    for (std::uint32_t l = 0; l < by_lane.size(); ++l)
-      for (std::size_t k = 0; k < by_lane[l].a.size(); ++k) order.push_back({l, k});
-    std::sort(order.begin(), order.end(), [&](const Ref& x, const Ref& y) {
-      const auto& lx = by_lane[x.lane];
-      const auto& ly = by_lane[y.lane];
-      return std::pair(lx.a[x.index], lx.b[x.index]) < std::pair(ly.a[y.index], ly.b[y.index]);
-    });
-    ca.reserve(order.size());
-    cb.reserve(order.size());
-    for (auto* c : cs) c->reserve(order.size());
-    for (const Ref& r : order) {
-      const auto& l = by_lane[r.lane];
-      ca.push_back(l.a[r.index]);
-      cb.push_back(l.b[r.index]);
-      for (std::size_t k = 0; k < nscores; ++k) cs[k]->push_back(l.scores[r.index * nscores + k]);
-    }
-  }
-  by_lane.clear();
+  if (!table) table = pair_table(by_lane, names);  // no pairs: the columns alone
+  if (!o.ok) table.reset();
 
   if (o.ok && plan) {
     char line[360];
@@ -184,7 +117,19 @@ void RunState::run_allpairs(StageState& s, sched::TaskEnv& env) {
                   100.0 * stats.hit_rate(),
                   static_cast<unsigned long long>(stats.evictions), stats.cache_slots, 100.0 * stats.efficiency(),
                   stats.t_min());
-    log().info("[" + s.name() + "] " + line);
+    std::string where;
+    if (stats.nodes > 0) {
+      char peers[200];
+      std::snprintf(peers, sizeof peers, "; on %u worker nodes: %llu items from the peer cache (%.1f%% of the misses; "
+                    "those ahead of the lanes count them too), %llu peers asked did not hold theirs yet or any more",
+                    stats.nodes, static_cast<unsigned long long>(stats.peer_hits), 100.0 * stats.peer_hit_rate(),
+                    static_cast<unsigned long long>(stats.peer_misses));
+      where = peers;
+      if (stats.nodes_lost > 0)
+        where += "; " + std::to_string(stats.nodes_lost) + " node(s) lost during a job: their leaves ran again elsewhere, "
+                 "and the loads of their last jobs are not in R";
+    }
+    log().info("[" + s.name() + "] " + line + where);
     // Each leaf as a span on its lane's worker: the trace shows who
     // computed which tile, and when.
     for (const auto& run : stats.leaf_runs) {
@@ -214,7 +159,7 @@ void RunState::run_allpairs(StageState& s, sched::TaskEnv& env) {
                   {"pairs", shape_name(cfg.shape)},
                   {"scores", names}};
     const PortSpec& out = s.node->spec().outputs[0];
-    Value v(std::move(table));
+    Value v(std::move(*table));
     if (!out.type.accepts(v)) {
       fail_locked(s, s.name(), "the score table does not fit output '" + out.name + "', declared " + out.type.str());
     } else {
@@ -259,8 +204,12 @@ Json RunState::allpairs_json() const {
                    {"loaded_ahead", st.prefetched},
                    {"load_ratio", st.load_ratio()},
                    {"host_cache", {{"lookups_hit", st.hits}, {"loads", st.loads}, {"hit_rate", st.hit_rate()}, {"evictions", st.evictions}}},
+                   {"peer_cache", {{"hits", st.peer_hits}, {"misses", st.peer_misses}, {"hit_rate", st.peer_hit_rate()}}},
+                   {"nodes", st.nodes},
+                   {"nodes_lost", st.nodes_lost},
                    {"steals", st.steals},
                    {"load_seconds", st.load_seconds},
+                   {"load_wall_seconds", st.load_wall_seconds},
                    {"compare_seconds", st.compare_seconds},
                    {"t_min_seconds", st.t_min()},
                    {"efficiency", st.efficiency()},

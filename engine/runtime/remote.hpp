@@ -33,6 +33,9 @@ struct RemoteResult {
   std::string key;    // when not ok: the item it failed on
   std::vector<RemoteOutput> outputs;
   std::string node;   // which node ran it ("" when it never ran)
+  // A job pinned to a node (RemoteTask::node) that could not run because
+  // that node was lost: the caller may give its work to other nodes.
+  bool node_lost = false;
   double seconds = 0; // the operator's time there
 };
 

@@ -166,6 +166,11 @@ private:
 
   // --- all-pairs stages (allpairs_stage.cpp) ------------------------------------
   void run_allpairs(StageState& s, sched::TaskEnv& env);
+  // The leaves on worker nodes, as jobs (cluster_allpairs.cpp): the score
+  // table; sets `plan` to the plan the leaves came from. Throws on failure.
+  Table cluster_allpairs(StageState& s, const std::vector<CarriedPtr>& rows, const std::vector<CarriedPtr>& cols,
+                         const std::vector<RemoteNode>& nodes, sched::TaskEnv& env, sched::AllPairsStats& stats,
+                         std::optional<sched::PairPlan>& plan);
   // Their statistics (R, hit rates, efficiency, the leaves' picture), for
   // the report's configuration.
   Json allpairs_json() const;

@@ -9,6 +9,8 @@
 #include <mutex>
 #include <optional>
 
+#include "runtime/allpairs_job.hpp"
+#include "runtime/hosted_job.hpp"
 #include "runtime/scan_combiner.hpp"
 #include "runtime/task_runner.hpp"
 #include "sched/scan.hpp"
@@ -22,6 +24,8 @@ struct TaskHost::State {
   State(workflow::Graph& graph, RunOptions options, Logger& log) : runner(graph, std::move(options), log) {}
   TaskRunner runner;
   std::deque<Stage> stages;  // deque: Stage holds atomics and never moves
+  std::mutex caches_m;
+  std::map<std::string, detail::AllPairsNodeCache> allpairs_caches;  // by all-pairs stage; map: never moves
 };
 
 namespace {
@@ -99,34 +103,13 @@ private:
 };
 
 // A scan rank's half (cluster_scan.cpp) on this node's workers.
-class ScanJobTask final : public sched::Task {
+class ScanJobTask final : public detail::HostedJob {
 public:
   ScanJobTask(TaskRunner& runner, Stage& s, std::string key, ScanJob job, std::function<void(HostedResult)> done)
-      : runner_(runner), s_(s), key_(std::move(key)), job_(std::move(job)), done_(std::move(done)) {}
-
-  void run(sched::TaskEnv& env) override {
-    HostedResult r;
-    const auto t0 = std::chrono::steady_clock::now();
-    try {
-      if (runner_.stopping()) throw Error("the node is stopping");
-      r.outputs = compute(env);
-      r.ok = true;
-      s_.items_out.fetch_add(r.outputs.size());
-    } catch (const std::exception& e) {
-      r = HostedResult{};
-      r.error = e.what();
-      r.key = detail::failed_key(e, key_);
-      s_.failures.fetch_add(1);
-    }
-    s_.tasks_done.fetch_add(1);
-    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    done_(std::move(r));
-  }
+      : HostedJob(runner, s, std::move(key), std::move(done)), job_(std::move(job)) {}
 
 private:
-  using Outputs = std::vector<std::pair<std::size_t, Item>>;
-
-  Outputs compute(sched::TaskEnv& env) {
+  Outputs compute(sched::TaskEnv& env) override {
     const Json& spec = job_.spec;
     const auto& lookup_keys = spec.at("lookup_keys");
     if (lookup_keys.size() != job_.lookup_ports.size())
@@ -229,11 +212,7 @@ private:
     return out;
   }
 
-  TaskRunner& runner_;
-  Stage& s_;
-  std::string key_;
   ScanJob job_;
-  std::function<void(HostedResult)> done_;
 };
 
 }  // namespace
@@ -241,9 +220,10 @@ private:
 TaskHost::TaskHost(workflow::Graph& graph, RunOptions options, Logger& log)
     : state_(std::make_unique<State>(graph, std::move(options), log)) {
   for (const auto& node : graph.stages)
-    if (node.spec().pattern != Pattern::map && node.spec().pattern != Pattern::scan)
+    if (node.spec().pattern != Pattern::map && node.spec().pattern != Pattern::scan &&
+        node.spec().pattern != Pattern::allpairs)
       throw Error("stage '" + node.name + "' (" + node.spec().name +
-                  ") is neither a map nor a scan stage; a worker node runs only those");
+                  ") is not a map, scan or all-pairs stage; a worker node runs only those");
   for (auto& node : graph.stages) state_->stages.emplace_back(node);
   state_->runner.prepare();
   state_->runner.start();
@@ -264,7 +244,10 @@ Stage& TaskHost::stage(const std::string& name, Pattern pattern) {
   for (auto& s : state_->stages)
     if (s.name() == name) {
       if (s.pattern() != pattern)
-        throw Error("stage '" + name + "' is not a " + std::string(pattern == Pattern::scan ? "scan" : "map") +
+        throw Error("stage '" + name + "' is not a" +
+                    std::string(pattern == Pattern::scan       ? " scan"
+                                : pattern == Pattern::allpairs ? "n all-pairs"
+                                                               : " map") +
                     " stage here");
       return s;
     }
@@ -304,6 +287,18 @@ void TaskHost::submit_scan(const std::string& stage, std::string key, ScanJob jo
   Stage* s = &this->stage(stage, Pattern::scan);
   state_->runner.submit(std::make_unique<ScanJobTask>(state_->runner, *s, std::move(key), std::move(job), std::move(done)),
                         nullptr);
+}
+
+void TaskHost::submit_allpairs(const std::string& stage, std::string key, AllPairsJob job,
+                                std::function<void(HostedResult)> done) {
+  Stage* s = &this->stage(stage, Pattern::allpairs);
+  detail::AllPairsNodeCache* cache = nullptr;
+  {
+    std::lock_guard lk(state_->caches_m);
+    cache = &state_->allpairs_caches[stage];
+  }
+  state_->runner.submit(
+      detail::make_allpairs_job(state_->runner, *s, *cache, std::move(key), std::move(job), std::move(done)), nullptr);
 }
 
 int TaskHost::slots() const { return static_cast<int>(state_->runner.workers().workers.size()); }

@@ -45,6 +45,23 @@ struct ScanJob {
   std::function<Item(std::size_t)> lookup;
 };
 
+// What an all-pairs job brings (runtime/cluster_allpairs.cpp): a stretch of
+// the stage's leaves to compute with this node's lanes and its cache, which
+// lasts across the stage's jobs.
+struct AllPairsJob {
+  Json spec;  // TaskSpec::scan: "phase": "allpairs", the leaves, the items' numbers and keys, the cache's settings
+  // Item i of the job (spec["items"][i]) as its producer made it, pulled
+  // from its holder when the cache misses it.
+  std::function<Item(std::size_t)> element;
+  // The peer cache: item i already preprocessed, from the node the
+  // coordinator's directory names; nullopt when there is none or it no
+  // longer holds the item (the caller then loads it itself).
+  std::function<std::optional<Item>(std::size_t)> from_peer;
+  // Serves a preprocessed item to peers under `name` (a null item: no
+  // longer). Null: nothing is served.
+  std::function<void(const std::string& name, std::shared_ptr<const Item>)> share;
+};
+
 class TaskHost {
 public:
   // `graph` holds the stages this node can run (workflow::open_map_stages):
@@ -68,6 +85,13 @@ public:
   // every element (finish), then an empty item whose attrs["flowd.scan"] is
   // the job's record (lanes, combines, busy time).
   void submit_scan(const std::string& stage, std::string key, ScanJob job, std::function<void(HostedResult)> done);
+  // An all-pairs stage's job (runtime/cluster_allpairs.cpp). Outputs: the
+  // score table of its pairs (columns a, b and one per score, global
+  // indices, in (a, b) order), then an empty item whose attrs["flowd.allpairs"]
+  // is the job's record (loads, peer fetches, cache hits, lanes, leaves as
+  // they ran, what the cache holds at the end).
+  void submit_allpairs(const std::string& stage, std::string key, AllPairsJob job,
+                       std::function<void(HostedResult)> done);
   bool has_stage(const std::string& stage) const;
   // Worker threads (CPU + GPU-like): how many tasks run at once.
   int slots() const;

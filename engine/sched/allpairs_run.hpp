@@ -35,6 +35,8 @@
 #include <string>
 #include <vector>
 
+#include <time.h>
+
 #include "memory/slot_cache.hpp"
 #include "sched/allpairs_lanes.hpp"
 #include "sched/allpairs_plan.hpp"
@@ -51,6 +53,17 @@ struct AllPairsOptions {
   KindMask runs_on = cpu_only;
 };
 
+// Preprocessed items in fixed slots: the index says which item is in which
+// slot and in what state, `data` holds them. A run makes its own; a cluster
+// worker node keeps one across the jobs of a stage (runtime/allpairs_job.cpp),
+// so that what one job loaded serves the next.
+template <class T>
+struct ItemCache {
+  explicit ItemCache(std::size_t slots) : index(slots), data(slots) {}
+  memory::SlotCache index;
+  std::vector<T> data;
+};
+
 // One leaf as it ran, for the report's picture of the pair matrix.
 struct LeafRun {
   std::uint32_t leaf = 0, lane = 0;
@@ -61,9 +74,19 @@ struct AllPairsStats {
   std::uint64_t items = 0, pairs = 0, leaves = 0;
   std::uint64_t loads = 0, hits = 0, evictions = 0, waits = 0, steals = 0;  // hits: cache lookups answered
   std::uint64_t prefetched = 0;  // of the loads, those the loader threads made ahead of a lane
+  // A cluster run (runtime/cluster_allpairs.cpp): misses of a node's cache
+  // that a peer answered with the item preprocessed (not in `loads`), and
+  // the peers asked that no longer held it.
+  std::uint64_t peer_hits = 0, peer_misses = 0;
+  std::uint32_t nodes = 0;  // worker nodes that ran leaves (0: this process)
+  std::uint32_t nodes_lost = 0;  // of them, lost during a job (their jobs' loads are not counted)
   std::size_t cache_slots = 0;
-  double load_seconds = 0, compare_seconds = 0;  // summed over lanes
-  double seconds = 0;                             // wall time of the whole plan
+  // Summed over lanes and loader threads: the loads' CPU time, their wall
+  // time, and the compares' CPU time. T_min counts CPU time: wall time
+  // would count the waits of loader threads sharing the cores with the
+  // lanes, or of a node waiting for a peer's load.
+  double load_seconds = 0, load_wall_seconds = 0, compare_seconds = 0;
+  double seconds = 0;  // wall time of the whole plan
   std::vector<std::uint64_t> lane_pairs;
   std::vector<double> lane_busy_seconds;
   std::vector<std::string> lane_names;
@@ -76,10 +99,15 @@ struct AllPairsStats {
   // band's pinned rows are looked up once, but serve every pair of it).
   double hit_rate() const {
     const double uses = 2.0 * static_cast<double>(pairs);
-    return uses > 0 ? std::max(0.0, 1.0 - static_cast<double>(loads) / uses) : 0.0;
+    return uses > 0 ? std::max(0.0, 1.0 - static_cast<double>(loads + peer_hits) / uses) : 0.0;
+  }
+  // Of the items the nodes' caches missed, the share a peer answered.
+  double peer_hit_rate() const {
+    const auto missed = loads + peer_hits;
+    return missed ? static_cast<double>(peer_hits) / static_cast<double>(missed) : 0.0;
   }
   // Rocket's model: T_min = n·t_pre + C(n,2)·t_cmp, with the mean times per
-  // load and per compare measured in this run; efficiency = (T_min / p) / T.
+  // load (CPU) and per compare measured in this run; efficiency = (T_min / p) / T.
   double t_min() const {
     const double t_pre = loads ? load_seconds / static_cast<double>(loads) : 0.0;
     const double t_cmp = pairs ? compare_seconds / static_cast<double>(pairs) : 0.0;
@@ -92,6 +120,13 @@ struct AllPairsStats {
 };
 
 namespace detail {
+
+// This thread's CPU time, in seconds.
+inline double thread_cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
 
 // At most `n` holders at once.
 class Gate {
@@ -123,16 +158,19 @@ private:
 // makes an item's T (called about once per item when the cache holds them
 // all; again after an eviction). The first exception from load or compare
 // stops every lane and is rethrown here.
+//
+// `kept`, when given, is the cache to use (and leave filled) instead of one
+// of o.cache_slots made here; the stats then count this run's lookups only.
 template <class T, class Load, class Compare, TaskSubmitter P>
 void run_allpairs(const PairPlan& plan, const AllPairsOptions& o, Load&& load, Compare&& compare, P& pool,
-                  AllPairsStats& stats) {
+                  AllPairsStats& stats, ItemCache<T>* kept = nullptr) {
   using Clock = std::chrono::steady_clock;
   const std::uint64_t items = plan.shape == PairShape::rectangle ? std::uint64_t{plan.rows} + plan.cols : plan.rows;
   const std::size_t lanes = std::max<std::size_t>(o.lanes, 1);
-  std::size_t slots = o.cache_slots ? o.cache_slots : static_cast<std::size_t>(items);
+  std::size_t slots = kept ? kept->index.slots() : o.cache_slots ? o.cache_slots : static_cast<std::size_t>(items);
   if (slots < 2 * lanes) {
-    if (o.cache_slots)
-      throw std::invalid_argument("an all-pairs cache of " + std::to_string(o.cache_slots) + " slots is too small for " +
+    if (o.cache_slots || kept)
+      throw std::invalid_argument("an all-pairs cache of " + std::to_string(slots) + " slots is too small for " +
                                   std::to_string(lanes) + " lanes: each lane pins two items, so it needs at least " +
                                   std::to_string(2 * lanes));
     slots = 2 * lanes;
@@ -141,14 +179,18 @@ void run_allpairs(const PairPlan& plan, const AllPairsOptions& o, Load&& load, C
   std::size_t tallest = 0;
   if (plan.order == PairPlan::Order::strips) {
     for (const auto& b : plan.leaves) tallest = std::max<std::size_t>(tallest, b.row_end - b.row_begin);
-    if (!o.cache_slots) slots = std::max(slots, tallest + lanes);
+    if (!o.cache_slots && !kept) slots = std::max(slots, tallest + lanes);
     if (slots < tallest + lanes)
       throw std::invalid_argument("an all-pairs cache of " + std::to_string(slots) + " slots cannot hold a band of " +
                                   std::to_string(tallest) + " rows and a column for each of " + std::to_string(lanes) +
                                   " lanes: it needs at least " + std::to_string(tallest + lanes));
   }
-  memory::SlotCache cache(slots);
-  std::vector<T> slot_data(slots);
+  std::optional<ItemCache<T>> own;
+  if (!kept) own.emplace(slots);
+  ItemCache<T>& store = kept ? *kept : *own;
+  memory::SlotCache& cache = store.index;
+  std::vector<T>& slot_data = store.data;
+  const auto before = cache.stats();
   detail::Gate loads_gate(o.max_loads);
   PairLanes sched(plan, lanes);
 
@@ -164,7 +206,7 @@ void run_allpairs(const PairPlan& plan, const AllPairsOptions& o, Load&& load, C
   std::mutex m;  // guards failure, the leaf runs and the sums below
   std::exception_ptr failure;
   std::atomic<bool> stop{false};
-  double load_s = 0, compare_s = 0;
+  double load_s = 0, load_wall_s = 0, compare_s = 0;
   const auto t0 = Clock::now();
   auto since = [&](Clock::time_point t) { return std::chrono::duration<double>(t - t0).count(); };
 
@@ -218,6 +260,7 @@ void run_allpairs(const PairPlan& plan, const AllPairsOptions& o, Load&& load, C
     if (load_it) {
       loads_gate.enter();
       const auto ts = Clock::now();
+      const double cpu0 = detail::thread_cpu_seconds();
       try {
         slot_data[slot] = load(*r.worker, r.item);
       } catch (...) {
@@ -226,12 +269,14 @@ void run_allpairs(const PairPlan& plan, const AllPairsOptions& o, Load&& load, C
         fail(std::current_exception());
         return;
       }
+      const double cpu = detail::thread_cpu_seconds() - cpu0;
       const double took = std::chrono::duration<double>(Clock::now() - ts).count();
       loads_gate.leave();
       cache.publish(slot);
       ++prefetched;
       std::lock_guard lk(m);
-      load_s += took;
+      load_s += cpu;
+      load_wall_s += took;
     }
     std::uint8_t asked = 1;
     if (!(r.keep_pinned && ahead[r.item].compare_exchange_strong(asked, 2))) cache.release(slot);
@@ -311,7 +356,7 @@ void run_allpairs(const PairPlan& plan, const AllPairsOptions& o, Load&& load, C
   for (std::size_t lane = 0; lane < lanes; ++lane)
     g.add_on_worker(
         [&, lane](const WorkerInfo& w) {
-          double my_load = 0, my_cmp = 0;
+          double my_load = 0, my_load_wall = 0;
           std::uint64_t my_pairs = 0;
           std::vector<LeafRun> my_runs;
           // The item's slot, loaded first on a miss; pinned until released.
@@ -320,6 +365,7 @@ void run_allpairs(const PairPlan& plan, const AllPairsOptions& o, Load&& load, C
             if (lease.hit) return lease.slot;
             loads_gate.enter();
             const auto ts = Clock::now();
+            const double cpu0 = detail::thread_cpu_seconds();
             try {
               slot_data[lease.slot] = load(w, item);
             } catch (...) {
@@ -327,7 +373,8 @@ void run_allpairs(const PairPlan& plan, const AllPairsOptions& o, Load&& load, C
               cache.abandon(lease.slot);
               throw;
             }
-            my_load += std::chrono::duration<double>(Clock::now() - ts).count();
+            my_load += detail::thread_cpu_seconds() - cpu0;
+            my_load_wall += std::chrono::duration<double>(Clock::now() - ts).count();
             loads_gate.leave();
             cache.publish(lease.slot);
             return lease.slot;
@@ -340,6 +387,7 @@ void run_allpairs(const PairPlan& plan, const AllPairsOptions& o, Load&& load, C
             band_slots.clear();
           };
           const auto busy_from = Clock::now();
+          const double cpu_from = detail::thread_cpu_seconds();
           try {
             while (!stop.load(std::memory_order_relaxed)) {
               const auto leaf = sched.next(lane);
@@ -378,9 +426,7 @@ void run_allpairs(const PairPlan& plan, const AllPairsOptions& o, Load&& load, C
                   try {
                     for (std::uint32_t i = b.row_begin; i < b.row_end; ++i) {
                       if (!wanted(i, j)) continue;
-                      const auto tc = Clock::now();
                       compare(w, lane, i, j, slot_data[band_slots[i - b.row_begin]], slot_data[col_slot]);
-                      my_cmp += std::chrono::duration<double>(Clock::now() - tc).count();
                       ++my_pairs;
                     }
                   } catch (...) {
@@ -423,14 +469,12 @@ void run_allpairs(const PairPlan& plan, const AllPairsOptions& o, Load&& load, C
                     const std::size_t inner_slot = same ? outer_slot : acquire(inner_item);
                     const std::size_t row_slot = rows_outer ? outer_slot : inner_slot;
                     const std::size_t col_slot = rows_outer ? inner_slot : outer_slot;
-                    const auto tc = Clock::now();
                     try {
                       compare(w, lane, i, j, slot_data[row_slot], slot_data[col_slot]);
                     } catch (...) {
                       if (!same) cache.release(inner_slot);
                       throw;
                     }
-                    my_cmp += std::chrono::duration<double>(Clock::now() - tc).count();
                     ++my_pairs;
                     if (!same) cache.release(inner_slot);
                   }
@@ -449,7 +493,10 @@ void run_allpairs(const PairPlan& plan, const AllPairsOptions& o, Load&& load, C
           unpin_band();
           std::lock_guard lk(m);
           load_s += my_load;
-          compare_s += my_cmp;
+          load_wall_s += my_load_wall;
+          // The lane's CPU time but its loads': its compares (and the
+          // little bookkeeping between them).
+          compare_s += std::max(0.0, detail::thread_cpu_seconds() - cpu_from - my_load);
           stats.lane_pairs[lane] = my_pairs;
           stats.lane_busy_seconds[lane] = std::chrono::duration<double>(Clock::now() - busy_from).count();
           stats.lane_names[lane] = w.name;
@@ -461,13 +508,14 @@ void run_allpairs(const PairPlan& plan, const AllPairsOptions& o, Load&& load, C
   stats.seconds = since(Clock::now());
   if (failure) std::rethrow_exception(failure);
   const auto cs = cache.stats();
-  stats.loads = cs.loads;
-  stats.hits = cs.hits;
-  stats.evictions = cs.evictions;
-  stats.waits = cs.waits;
+  stats.loads = cs.loads - before.loads;
+  stats.hits = cs.hits - before.hits;
+  stats.evictions = cs.evictions - before.evictions;
+  stats.waits = cs.waits - before.waits;
   stats.steals = sched.steals();
   stats.prefetched = prefetched.load();
   stats.load_seconds = load_s;
+  stats.load_wall_seconds = load_wall_s;
   stats.compare_seconds = compare_s;
   std::sort(stats.leaf_runs.begin(), stats.leaf_runs.end(),
             [](const LeafRun& a, const LeafRun& b) { return a.start < b.start; });

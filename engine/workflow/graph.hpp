@@ -28,6 +28,9 @@ struct AllPairsConfig {
   std::uint64_t cache_items = 0;
   std::uint64_t max_loads = 8;
   bool load_ahead = true;  // loader threads load items ahead of the workers
+  // A cluster run: a node missing a preprocessed item asks the node the
+  // coordinator's directory says holds it before loading it itself.
+  bool peer_cache = true;
 };
 
 struct StageNode {

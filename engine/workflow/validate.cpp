@@ -42,10 +42,10 @@ void check_allpairs(const StageDecl& s, const OperatorSpec& spec, Diagnostics& d
   for (const auto& [k, v] : s.allpairs.items()) {
     const std::string at = pointer({"stages", s.name, "allpairs", k});
     const std::int64_t lowest = k == "cache_items" ? 0 : 1;
-    if (k == "load_ahead") {
+    if (k == "load_ahead" || k == "peer_cache") {
       if (!v.is_boolean()) d.add(at, "expected true or false, got " + v.dump());
     } else if (k != "leaf_pairs" && k != "cache_items" && k != "max_loads")
-      d.add(at, "unknown all-pairs setting '" + k + "'; settings: leaf_pairs, cache_items, max_loads, load_ahead");
+      d.add(at, "unknown all-pairs setting '" + k + "'; settings: leaf_pairs, cache_items, max_loads, load_ahead, peer_cache");
     else if (!v.is_number_integer() || v.get<std::int64_t>() < lowest)
       d.add(at, "expected an integer >= " + std::to_string(lowest) + ", got " + v.dump());
   }
@@ -151,6 +151,8 @@ std::optional<StageNode> open_stage(const StageDecl& s, const Params& params, st
         node.allpairs.max_loads = get("max_loads", 8);
         if (const auto it = s.allpairs.find("load_ahead"); it != s.allpairs.end() && it->is_boolean())
           node.allpairs.load_ahead = it->get<bool>();
+        if (const auto it = s.allpairs.find("peer_cache"); it != s.allpairs.end() && it->is_boolean())
+          node.allpairs.peer_cache = it->get<bool>();
       }
     } else {
       node.consecutive_pairs = !s.pairs.empty();
@@ -180,7 +182,8 @@ OpenedStages open_map_stages(const Workflow& wf, plugin::Registry& registry) {
       out.unavailable[s.name] = registry.explain(s.op);
       continue;
     }
-    if (spec->pattern != Pattern::map && spec->pattern != Pattern::scan) continue;
+    // All-pairs stages too: a cluster run's worker nodes run their leaves.
+    if (spec->pattern != Pattern::map && spec->pattern != Pattern::scan && spec->pattern != Pattern::allpairs) continue;
     const Params params = resolve_params(*spec, s.params, pointer({"stages", s.name, "params"}), d);
     std::optional<StageNode> node;
     if (d.empty()) node = open_stage(s, params, out.graph.stages.size(), registry, d);

@@ -4,6 +4,8 @@
 // fails the run with nothing written; the workflow's all-pairs settings are
 // checked with errors at their JSON pointers.
 #include <algorithm>
+#include <cstdlib>
+#include <fstream>
 #include <map>
 #include <sstream>
 #include <string>
@@ -113,4 +115,88 @@ TEST(AllPairsStage, SettingsAreCheckedAtTheirPointers) {
                 .find("/stages/ap/allpairs/load_ahead: expected true or false, got 1"),
             std::string::npos);
   EXPECT_EQ(test::validation_problem(pairs_workflow(4, 0, "", R"({"load_ahead": false, "cache_items": 3})", "x")), "(valid)");
+  EXPECT_NE(test::validation_problem(pairs_workflow(4, 0, "", R"({"peer_cache": "yes"})", "x"))
+                .find("/stages/ap/allpairs/peer_cache: expected true or false"),
+            std::string::npos);
+}
+
+// A cluster run (runtime/cluster_allpairs.cpp): the leaves run as jobs on the
+// worker processes, whose caches last across jobs; the table is exact for
+// every shape, node count and cache, with and without the peer cache.
+TEST(AllPairsStage, AClusterRunComputesEveryPairOnTheWorkerNodes) {
+  const auto dir = test::scratch();
+  const auto out = dir / "out.txt";
+  struct Case {
+    int n, m;
+    std::string pairs, settings;
+    const char* nodes;
+  };
+  for (const Case& c : {Case{23, 0, "", "", "1"}, Case{23, 0, "", "", "2"}, Case{17, 0, "triangle-with-diagonal", "", "3"},
+                        Case{9, 14, "", "", "2"}, Case{30, 0, "", R"({"cache_items": 8, "leaf_pairs": 4})", "2"},
+                        Case{30, 0, "", R"({"peer_cache": false, "load_ahead": false})", "2"}, Case{2, 0, "", "", "3"}}) {
+    SCOPED_TRACE(std::to_string(c.n) + "x" + std::to_string(c.m) + " " + c.pairs + " " + c.settings + " nodes " +
+                 c.nodes);
+    std::ofstream(dir / "wf.json") << pairs_workflow(c.n, c.m, c.pairs, c.settings, out.string());
+    const auto r = test::flowd_cmd(
+        dir, {"wf.json", "--workers", c.nodes, "--worker-cpus", "2", "--cpu", "1", "--no-progress", "--no-perf-model"});
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_EQ(test::lines(out), expected(c.n, c.m, c.pairs == "triangle-with-diagonal"));
+    const int nodes = std::min(std::atoi(c.nodes), c.n == 2 ? 1 : 99);  // one pair: one leaf, one node
+    EXPECT_NE(r.err.find("on " + std::to_string(nodes) + " worker nodes: "), std::string::npos) << r.err;
+    if (c.settings.find("peer_cache") != std::string::npos) {
+      EXPECT_NE(r.err.find(": 0 items from the peer cache (0.0% of the misses; those ahead of the lanes count them too), 0 peers asked"), std::string::npos) << r.err;
+    }
+  }
+}
+
+// A load failing on a worker node fails the run naming the item and the
+// node, with nothing written (the other node waiting for that item, if any,
+// is not left waiting: the marker goes with the failed load).
+TEST(AllPairsStage, AFailedLoadOnAWorkerNodeNamesTheItemAndNode) {
+  const auto dir = test::scratch();
+  const auto out = dir / "out.txt";
+  std::ofstream(dir / "wf.json") << pairs_workflow(20, 0, "", "", out.string(), R"("fail_load": 13)");
+  const auto r = test::flowd_cmd(dir, {"wf.json", "--workers", "2", "--worker-cpus", "2", "--no-progress"});
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.err.find("cannot load item 13"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("item/13"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("on worker"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(out));
+}
+
+// A worker node dies in the middle of an all-pairs job (the first process to
+// load item 17 aborts): the job's leaves and the rest of its stretch go to
+// the other node, and the table is exact.
+TEST(AllPairsStage, AWorkerNodeLostMidJobLeavesItsLeavesToTheOthers) {
+  const auto dir = test::scratch();
+  const auto out = dir / "out.txt";
+  const auto marker = dir / "crashed";
+  std::ofstream(dir / "wf.json") << pairs_workflow(
+      30, 0, "", R"({"leaf_pairs": 4})", out.string(),
+      R"("sleep_us": 200, "crash_load": 17, "crash_marker": ")" + marker.string() + "\"");
+  const auto r = test::flowd_cmd(
+      dir, {"wf.json", "--workers", "2", "--worker-cpus", "2", "--cpu", "1", "--no-progress", "--no-perf-model"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(std::filesystem::exists(marker));
+  EXPECT_EQ(test::lines(out), expected(30, 0, false));
+  EXPECT_NE(r.err.find("was lost during an all-pairs job"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("1 node(s) lost during a job"), std::string::npos) << r.err;
+}
+
+// The peer cache: a node's later jobs ask the other node for the items its
+// cache reported, so fewer items are loaded than without it. Each load and
+// compare takes time here, so that the nodes' jobs overlap as real ones do.
+TEST(AllPairsStage, ThePeerCacheServesItemsAnotherNodeLoaded) {
+  const auto dir = test::scratch();
+  const auto out = dir / "out.txt";
+  std::ofstream(dir / "wf.json") << pairs_workflow(40, 0, "", R"({"leaf_pairs": 6})", out.string(),
+                                                   R"("sleep_us": 300)");
+  const auto r = test::flowd_cmd(
+      dir, {"wf.json", "--workers", "2", "--worker-cpus", "2", "--cpu", "1", "--no-progress", "--no-perf-model"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(test::lines(out), expected(40, 0, false));
+  const auto at = r.err.find(" items from the peer cache");
+  ASSERT_NE(at, std::string::npos) << r.err;
+  const auto from = r.err.rfind(' ', at - 1);
+  EXPECT_GT(std::stoi(r.err.substr(from + 1, at - from - 1)), 0) << r.err;
 }

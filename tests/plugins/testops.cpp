@@ -503,15 +503,24 @@ public:
             .inputs = {{"a", "json", "the set"}, {"b", "json", "a second set", true}},
             .outputs = {{"scores", "table", "a, b, sum, product"}},
             .params = {ParamSpec::integer("fail_load", -1), ParamSpec::integer("fail_compare", -1),
-                       ParamSpec::integer("sleep_us", 0).at_least(0)}};
+                       ParamSpec::integer("sleep_us", 0).at_least(0),
+                       ParamSpec::integer("crash_load", -1).doc("abort the process loading item i, once"),
+                       ParamSpec::string("crash_marker", "").doc("file made by the process that aborts")}};
   }
   explicit Pairs(const Params& p)
       : fail_load_(p.get<std::int64_t>("fail_load")), fail_compare_(p.get<std::int64_t>("fail_compare")),
-        sleep_us_(p.get<std::int64_t>("sleep_us")) {}
+        sleep_us_(p.get<std::int64_t>("sleep_us")), crash_load_(p.get<std::int64_t>("crash_load")),
+        crash_marker_(p.get<std::string>("crash_marker")) {}
   std::vector<std::string> scores() const override { return {"sum", "product"}; }
   Item load(AllPairsContext&, const Item& in) const override {
     const auto i = in.json()["i"].get<std::int64_t>();
     if (i == fail_load_) throw Error("cannot load item " + std::to_string(i) + " (asked to fail)");
+    // The first process to load it dies (a worker node lost mid-job); the
+    // marker lets the others load it.
+    if (i == crash_load_ && !crash_marker_.empty() && !std::filesystem::exists(crash_marker_)) {
+      std::ofstream(crash_marker_) << "crashed\n";
+      std::abort();
+    }
     return Item{in.meta, Value(Json{{"i", i}})};
   }
   Item preprocess(AllPairsContext&, Item loaded) const override {
@@ -527,7 +536,8 @@ public:
   }
 
 private:
-  std::int64_t fail_load_, fail_compare_, sleep_us_;
+  std::int64_t fail_load_, fail_compare_, sleep_us_, crash_load_;
+  std::string crash_marker_;
 };
 
 FLOWD_PLUGIN("testops", "1.2.3", "Operators for testing the engine", Count, Step, Liar, Pair, SumI, Record, Double,

@@ -7,7 +7,9 @@
 // ("ahead", as the stage runs). Prints R = loads / n, the hit rate and the
 // efficiency against T_min = n·t_pre + C(n,2)·t_cmp. The loads sleep, as a
 // read from a slow disk waits: loader threads hide such loads; loads that
-// compute would compete with the lanes for the same cores.
+// compute would compete with the lanes for the same cores. t_pre is a
+// load's CPU time (since 2026-11-27), so sleeping loads add next to nothing
+// to T_min here: the efficiency is that of the compares.
 //
 //   flowd-bench-allpairs-cache --items 300 --cache 100 --lanes 2 --load-ms 4 --compare-us 50 [--plan bands]
 //                              [--max-loads 8]

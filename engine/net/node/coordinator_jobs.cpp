@@ -53,7 +53,8 @@ void Coordinator::Core::forget(JobPtr job, Turn& t) {
   t.calls.push_back([job] {});
 }
 
-void Coordinator::Core::fail_job(JobPtr job, const std::string& message, const std::string& node, Turn& t) {
+void Coordinator::Core::fail_job(JobPtr job, const std::string& message, const std::string& node, Turn& t,
+                                 bool node_lost) {
   forget(job, t);
   if (job->internal()) {
     job->target->fail(message);
@@ -67,6 +68,7 @@ void Coordinator::Core::fail_job(JobPtr job, const std::string& message, const s
   r.error = message;
   r.key = job->key;
   r.node = node;
+  r.node_lost = node_lost;
   t.calls.push_back([done = std::move(job->done), r = std::move(r)]() mutable {
     if (done) done(std::move(r));
   });

@@ -47,31 +47,47 @@ void Coordinator::Loop::assign(JobPtr job, WorkerState& w, Turn& t) {
   spec.attempt = job->attempt;
   spec.stealable = !job->moved;
   std::vector<wire::ItemId> published;
-  for (std::size_t p = 0; p < job->inputs.size(); ++p) {
-    const auto& in = job->inputs[p];
-    if (!in) continue;
-    wire::ItemRef ref;
-    if (in->remote) {
-      const auto ci = std::dynamic_pointer_cast<const ClusterItem>(in->remote);
-      const auto where = ci->location();
-      ref = wire::ItemRef{where.id, where.holder, where.bytes};
-      if (const auto h = core.workers.find(where.holder); h != core.workers.end())
-        spec.peers[where.holder] = PeerAddress{h->second.data_endpoint, h->second.public_key};
-    } else {
-      // A value of this process: served by our item server under a name of
-      // this assignment; the aliasing pointer keeps the Carried alive.
-      ref.id = wire::ItemId{in->item.meta.key, static_cast<std::int64_t>(wire_id), static_cast<std::int64_t>(p)};
-      ref.holder = 0;
-      ref.bytes = bytes_of(in->item);
-      core.published.put(ref.id, std::shared_ptr<const Item>(in, &in->item));
-      published.push_back(ref.id);
-      spec.peers[0] = PeerAddress{core.data_endpoint, core.server_public_key};
+  // A job that cannot be described (a bug, not the peer's doing) fails
+  // here, once, rather than on every turn that tries to assign it.
+  try {
+    for (std::size_t p = 0; p < job->inputs.size(); ++p) {
+      const auto& in = job->inputs[p];
+      if (!in) continue;
+      wire::ItemRef ref;
+      if (in->remote) {
+        const auto ci = std::dynamic_pointer_cast<const ClusterItem>(in->remote);
+        const auto where = ci->location();
+        ref = wire::ItemRef{where.id, where.holder, where.bytes};
+        if (const auto h = core.workers.find(where.holder); h != core.workers.end())
+          spec.peers[where.holder] = PeerAddress{h->second.data_endpoint, h->second.public_key};
+      } else {
+        // A value of this process: served by our item server under a name of
+        // this assignment; the aliasing pointer keeps the Carried alive.
+        ref.id = wire::ItemId{in->item.meta.key, static_cast<std::int64_t>(wire_id), static_cast<std::int64_t>(p)};
+        ref.holder = 0;
+        ref.bytes = bytes_of(in->item);
+        core.published.put(ref.id, std::shared_ptr<const Item>(in, &in->item));
+        published.push_back(ref.id);
+        spec.peers[0] = PeerAddress{core.data_endpoint, core.server_public_key};
+      }
+      a.inputs.push_back(std::move(ref));
+      spec.ports.push_back(job->ports.empty() ? static_cast<std::uint32_t>(p) : job->ports.at(p));
     }
-    a.inputs.push_back(std::move(ref));
-    spec.ports.push_back(job->ports.empty() ? static_cast<std::uint32_t>(p) : job->ports.at(p));
+    spec.scan = job->scan;
+    // An all-pairs job's peer-cache hints name nodes that may hold none of
+    // its inputs: the job needs their addresses too.
+    if (job->scan.is_object())
+      for (const auto& h : job->scan.value("peer_cache", Json::array()))
+        for (const auto& id : h.at(1))  // [item, [candidate nodes]]
+          if (const auto hw = core.workers.find(id.get<std::uint32_t>()); hw != core.workers.end() && hw->second.live)
+            spec.peers[hw->first] = PeerAddress{hw->second.data_endpoint, hw->second.public_key};
+    a.spec = spec.to_json();
+  } catch (const std::exception& e) {
+    for (const auto& id : published)
+      if (auto item = core.published.take(id)) t.calls.push_back([item = std::move(item)] {});
+    core.fail_job(job, "task '" + job->key + "' of stage '" + a.stage + "' cannot be sent: " + e.what(), "", t);
+    return;
   }
-  spec.scan = job->scan;
-  a.spec = spec.to_json();
   job->published = std::move(published);
   if (const auto enc = wire::encode(0, a, limits); !enc) {
     core.fail_job(job, "task '" + job->key + "' of stage '" + a.stage + "' cannot be sent: " + enc.error().describe(),
@@ -107,7 +123,7 @@ void Coordinator::Loop::schedule(Turn& t) {
 
   std::vector<ReadyTask> cands;
   std::vector<JobPtr> cand_jobs;
-  std::vector<std::pair<JobPtr, std::string>> to_fail;
+  std::vector<std::pair<JobPtr, std::string>> to_fail, pin_lost;
   std::vector<std::shared_ptr<const ClusterItem>> to_recompute;
   std::size_t scanned = 0;
   std::vector<JobPtr> pinned;
@@ -116,8 +132,8 @@ void Coordinator::Loop::schedule(Turn& t) {
     if (job->pin) {
       const auto w = core.workers.find(*job->pin);
       if (w == core.workers.end() || !w->second.live) {
-        to_fail.emplace_back(job, "task '" + job->key + "' of stage '" + core.stages[job->stage].name +
-                                      "' must run on " + core.holder_label(*job->pin) + ", which is gone");
+        pin_lost.emplace_back(job, "task '" + job->key + "' of stage '" + core.stages[job->stage].name +
+                                       "' must run on " + core.holder_label(*job->pin) + ", which is gone");
         continue;
       }
     } else if (!best[job->stage]) {
@@ -157,6 +173,8 @@ void Coordinator::Loop::schedule(Turn& t) {
   }
   for (const auto& [job, why] : to_fail)
     core.fail_job(job, why, "", t);
+  for (const auto& [job, why] : pin_lost)
+    core.fail_job(job, why, "", t, true);
   for (const auto& ci : to_recompute)
     core.request_recompute(ci);
   // New recomputes are considered on the next turn, right away.

@@ -174,7 +174,8 @@ struct Coordinator::Core final : ItemHost, std::enable_shared_from_this<Core> {
   // Removes the job from wherever it is and hands it (and its inputs) to
   // the dispatcher to drop, outside every lock.
   void forget(JobPtr job, Turn& t);
-  void fail_job(JobPtr job, const std::string& message, const std::string& node, Turn& t);
+  // node_lost: the job's pinned node is gone (RemoteResult::node_lost).
+  void fail_job(JobPtr job, const std::string& message, const std::string& node, Turn& t, bool node_lost = false);
   // Back to ready for another node (attempt + 1), or failed after too many.
   void requeue(JobPtr job, std::string why, Turn& t);
   // Requeues the worker's tasks, failing those it may have died of that

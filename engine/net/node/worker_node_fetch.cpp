@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "net/node/worker_node_impl.hpp"
+#include "runtime/allpairs_job.hpp"
 
 namespace flowd::net::node {
 
@@ -110,25 +111,16 @@ void WorkerNode::Impl::fetch_and_submit_scan(transport::ItemClient& client, Queu
       return;
     }
   }
-  // A few clients, so that lanes asking for different items at once pull
-  // them in parallel (a client is single-threaded: each has its turn lock).
-  struct Client {
-    explicit Client(const transport::ClientOptions& o) : client(o) {}
-    std::mutex m;
-    transport::ItemClient client;
-  };
-  constexpr std::size_t clients = 4;
-  auto pullers = std::make_shared<std::deque<Client>>();
-  for (std::size_t i = 0; i < clients; ++i) pullers->emplace_back(client_options);
+  auto pullers = std::make_shared<JobClients>(client_options);
   auto pull_one = [this, pullers, spec = task.spec](const wire::ItemRef& ref, std::size_t which) -> Item {
-    Client& c = (*pullers)[which % pullers->size()];
-    std::lock_guard lock(c.m);
-    try {
-      return pull(c.client, ref, spec);
-    } catch (const std::exception& e) {
-      throw Error("cannot pull " + wire::describe(ref.id) + " from holder " + std::to_string(ref.holder) + ": " +
-                  e.what());
-    }
+    return pullers->with(which, [&](transport::ItemClient& own) {
+      try {
+        return pull(own, ref, spec);
+      } catch (const std::exception& e) {
+        throw Error("cannot pull " + wire::describe(ref.id) + " from holder " + std::to_string(ref.holder) + ": " +
+                    e.what());
+      }
+    });
   };
   job.element = [pull_one, refs = std::move(element_refs)](std::size_t i) { return pull_one(refs.at(i), i); };
   job.lookup = [pull_one, refs = std::move(lookup_refs)](std::size_t i) { return pull_one(refs.at(i), i); };
@@ -139,11 +131,102 @@ void WorkerNode::Impl::fetch_and_submit_scan(transport::ItemClient& client, Queu
                     });
 }
 
+// The peer cache (docs/cluster.md "All-pairs stages"): a node serves the
+// items it preprocessed from its store while its cache holds them; the
+// coordinator's directory says which node to ask. A node that no longer holds
+// the item, or does not answer, costs one round trip: the item is loaded
+// here instead, never failed for it.
+void WorkerNode::Impl::fetch_and_submit_allpairs(QueuedTask task) {
+  runtime::AllPairsJob job;
+  job.spec = task.spec.scan;
+  const std::string stage = task.stage;
+  // Lanes and loader threads missing different items pull them in parallel.
+  auto pullers = std::make_shared<JobClients>(client_options);
+  const auto refs = std::make_shared<const std::vector<wire::ItemRef>>(task.inputs);
+  const auto spec = std::make_shared<const TaskSpec>(task.spec);
+  job.element = [this, pullers, refs, spec](std::size_t i) -> Item {
+    const auto& ref = refs->at(i);
+    return pullers->with(i, [&](transport::ItemClient& client) {
+      try {
+        return pull(client, ref, *spec);
+      } catch (const std::exception& e) {
+        throw Error("cannot pull " + wire::describe(ref.id) + " from holder " + std::to_string(ref.holder) + ": " +
+                    e.what());
+      }
+    });
+  };
+  // Only an in-memory store serves peers: one written to disk (--store)
+  // would make every load a durable write.
+  if (dynamic_cast<store::MemoryItemStore*>(store.get())) {
+    // Item i's candidates: the nodes that hold it or will need it.
+    auto hints = std::make_shared<std::map<std::size_t, std::vector<std::uint32_t>>>();
+    for (const auto& h : job.spec.value("peer_cache", Json::array()))
+      (*hints)[h.at(0).get<std::size_t>()] = h.at(1).get<std::vector<std::uint32_t>>();
+    const auto items = job.spec.at("items");
+    job.from_peer = [this, pullers, hints, spec, stage, items](std::size_t i) -> std::optional<Item> {
+      const auto h = hints->find(i);
+      if (h == hints->end()) return std::nullopt;
+      const wire::ItemId id{runtime::detail::peer_cache_name(stage, items.at(i).get<std::uint64_t>()), 0, 0};
+      // Asks one candidate: the item, a marker (it is loading it now), or
+      // nothing (it never had it, evicted it, or did not answer).
+      auto ask = [&](std::uint32_t holder) -> std::optional<Item> {
+        if (holder == worker_id || !spec->peers.contains(holder)) return std::nullopt;
+        return pullers->with(i, [&](transport::ItemClient& client) -> std::optional<Item> {
+          try {
+            return pull(client, wire::ItemRef{id, holder, 0}, *spec);
+          } catch (const std::exception& e) {
+            log.debug(who() + ": the peer cache of holder " + std::to_string(holder) + " did not give " +
+                      wire::describe(id) + ": " + e.what());
+            return std::nullopt;
+          }
+        });
+      };
+      std::optional<std::uint32_t> loading_at;
+      for (const auto holder : h->second) {
+        auto got = ask(holder);
+        if (!got) continue;
+        if (!runtime::detail::is_loading_marker(*got)) return got;
+        if (!loading_at) loading_at = holder;
+      }
+      if (!loading_at) return std::nullopt;
+      // A peer is loading it now: waiting for that costs less than loading
+      // it again, within the bound of one pull; if the peer gives up (its
+      // marker goes) or stops answering, it is loaded here.
+      const auto give_up = std::chrono::steady_clock::now() + options.fetch_timeout;
+      auto pause = std::chrono::milliseconds(5);
+      while (!stopping && std::chrono::steady_clock::now() < give_up) {
+        std::this_thread::sleep_for(pause);
+        pause = std::min(pause * 2, std::chrono::milliseconds(100));
+        auto got = ask(*loading_at);
+        if (!got) return std::nullopt;
+        if (!runtime::detail::is_loading_marker(*got)) return got;
+      }
+      return std::nullopt;
+    };
+    job.share = [this](const std::string& served_as, std::shared_ptr<const Item> item) {
+      const wire::ItemId id{served_as, 0, 0};
+      if (item)
+        store->put(id, std::move(item));
+      else
+        store->erase(id);
+    };
+  }
+  std::lock_guard lock(submit_m);
+  host->submit_allpairs(task.stage, task.spec.key, std::move(job),
+                        [this, id = task.task_id, key = task.spec.key, stage_name = task.stage](runtime::HostedResult r) {
+                          hosted(id, key, stage_name, std::move(r));
+                        });
+}
+
 void WorkerNode::Impl::fetch_and_submit(transport::ItemClient& client, QueuedTask task) {
   const std::string what = "task " + std::to_string(task.task_id) + " of stage '" + task.stage + "'";
   try {
     const auto* stage = graph.find(task.stage);  // checked on assignment
     if (!stage) throw Error("stage '" + task.stage + "' is not open here");
+    if (!task.spec.scan.is_null() && task.spec.scan.value("phase", std::string()) == "allpairs") {
+      fetch_and_submit_allpairs(std::move(task));
+      return;
+    }
     if (!task.spec.scan.is_null()) {
       fetch_and_submit_scan(client, std::move(task));
       return;

@@ -82,6 +82,31 @@ struct Completion {
   std::vector<wire::TaskOutput> outputs;  // when ok: stored already
 };
 
+// A job's own item clients (a scan rank's, an all-pairs stretch's), so that
+// lanes asking for different items at once pull them in parallel; a client
+// is single-threaded, so each has its turn lock.
+class JobClients {
+public:
+  explicit JobClients(const transport::ClientOptions& options, std::size_t count = 4) {
+    for (std::size_t i = 0; i < count; ++i) clients_.emplace_back(options);
+  }
+  // f(client) on the `which`-th client (modulo their number), in its turn.
+  template <class F>
+  auto with(std::size_t which, F&& f) {
+    Client& c = clients_[which % clients_.size()];
+    std::lock_guard lock(c.m);
+    return f(c.client);
+  }
+
+private:
+  struct Client {
+    explicit Client(const transport::ClientOptions& o) : client(o) {}
+    std::mutex m;
+    transport::ItemClient client;
+  };
+  std::deque<Client> clients_;  // deque: a Client never moves
+};
+
 // `threads` fetcher threads, each with its own ItemClient, running `work`
 // on started tasks. Clients are made here, so a bad option throws in the
 // constructor; their sockets are made lazily by the fetching thread.
@@ -208,6 +233,9 @@ struct WorkerNode::Impl {
   // ---- fetcher threads (worker_node_fetch.cpp) ----
   void fetch_and_submit(transport::ItemClient& client, QueuedTask task);
   void fetch_and_submit_scan(transport::ItemClient& client, QueuedTask task);
+  // An all-pairs stage's job: items pulled (or asked of peers) when the
+  // node's cache misses them, preprocessed items served to peers.
+  void fetch_and_submit_allpairs(QueuedTask task);
   // An input from this node's store or its holder (throws flowd::Error).
   Item pull(transport::ItemClient& client, const wire::ItemRef& ref, const TaskSpec& spec);
 

@@ -624,8 +624,9 @@ if (Array.isArray(cfg.allpairs) && cfg.allpairs.length) {
   const palette = ['#3b7dd8', '#e07b39', '#4aa55b', '#b55bb5', '#c9b135', '#47b3c2', '#d65a6b', '#7d6bd1'];
   for (const a of cfg.allpairs) {
     const hc = a.host_cache || {};
+    const pc = a.peer_cache || {};
     const head = el('tr', {}, ...['stage', 'operator', 'pairs', 'order', 'items', 'pairs computed', 'leaves', 'cache slots',
-      'R', 'loaded ahead', 'hit rate', 'evictions', 'steals', 'time', 'T_min', 'efficiency']
+      'R', 'loaded ahead', 'hit rate', 'evictions', 'nodes', 'peer cache hits', 'steals', 'time', 'T_min', 'efficiency']
       .map((t, i) => el('th', { class: i < 4 ? 'l' : '', text: t })));
     const row = el('tr', { 'data-allpairs-load-ratio': String(a.load_ratio) },
       el('td', { class: 'l', text: fmtValue(a.stage) }), el('td', { class: 'l', text: fmtValue(a.operator) }),
@@ -633,6 +634,9 @@ if (Array.isArray(cfg.allpairs) && cfg.allpairs.length) {
       el('td', { text: fmtCount(a.items) }), el('td', { text: fmtCount(a.pairs) }), el('td', { text: fmtCount(a.leaves) }),
       el('td', { text: fmtCount(a.cache_slots) }), el('td', { text: Number(a.load_ratio).toFixed(2) }),
       el('td', { text: fmtCount(a.loaded_ahead || 0) }), el('td', { text: fmtPct(hc.hit_rate || 0) }), el('td', { text: fmtCount(hc.evictions || 0) }),
+      el('td', { text: a.nodes ? fmtCount(a.nodes) : 'this process' }),
+      el('td', { text: a.nodes ? fmtCount(pc.hits || 0) + ' (' + fmtPct(pc.hit_rate || 0) + ' of misses; ' +
+        fmtCount(pc.misses || 0) + ' asked in vain)' : '' }),
       el('td', { text: fmtCount(a.steals || 0) }), el('td', { text: fmtDur((a.seconds || 0) * 1e9) }),
       el('td', { text: fmtDur((a.t_min_seconds || 0) * 1e9) }), el('td', { text: fmtPct(a.efficiency || 0) }));
     body.append(el('table', {}, el('thead', {}, head), el('tbody', {}, row)));

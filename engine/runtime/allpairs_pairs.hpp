@@ -1,0 +1,48 @@
+#pragma once
+// What an all-pairs stage does with items and pairs wherever its leaves run:
+// in the run's own process (allpairs_stage.cpp) or as a job on a cluster
+// worker node (allpairs_job.cpp).
+#include <atomic>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "flowd/item.hpp"
+#include "flowd/operator.hpp"
+#include "sched/allpairs_plan.hpp"
+#include "util/log.hpp"
+#include "workflow/graph.hpp"
+
+namespace flowd::runtime::detail {
+
+const char* shape_name(sched::PairShape s);
+
+// The Hilbert plan of a matrix run on `lanes` lanes: leaves of `leaf_pairs`
+// pairs when the workflow gives that, else of a size that gives each lane
+// at least 8 leaves to run and to steal.
+sched::PairPlan hilbert_plan(sched::PairShape shape, std::uint32_t rows, std::uint32_t cols,
+                             std::uint64_t leaf_pairs, int lanes);
+// Rocket's leaves hold a few hundred pairs (at least 8 per lane).
+std::uint64_t default_leaf_pairs(std::uint64_t total, int lanes);
+
+// ℓ(x) = preprocess(load(x)) of the stage's operator.
+Item load_preprocessed(const workflow::StageNode& node, const Item& raw, Logger& log, const std::atomic<bool>& stop);
+
+// One lane's pairs in the order it computed them.
+struct LaneRows {
+  std::vector<std::int64_t> a, b;
+  std::vector<double> scores;  // `nscores` per pair
+};
+
+// f(a, b) (compare, then postprocess) appended to `out`; an error names both
+// items' keys and is charged to row_key.
+void compare_pair(const workflow::StageNode& node, Logger& log, const std::atomic<bool>& stop, std::size_t nscores,
+                  LaneRows& out, std::int64_t i, std::int64_t j, const Item& a, const Item& b,
+                  const std::string& row_key, const std::string& col_key);
+
+// Every lane's pairs as one table, in (a, b) order: a, b and one f64 column
+// per score name. Empties `lanes`.
+Table pair_table(std::vector<LaneRows>& lanes, const std::vector<std::string>& names);
+
+}  // namespace flowd::runtime::detail
