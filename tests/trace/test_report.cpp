@@ -477,7 +477,8 @@ TEST(Report, RendersEachScansStrategyCombinesAndLanes) {
 }
 
 // A run's all-pairs stages (RunReport::config "allpairs") get a section of
-// their own: the figures and a picture of the pair matrix.
+// their own: the figures (a cluster run's peer cache too) and a picture of
+// the pair matrix.
 TEST(Report, RendersEachAllPairsStageAndItsPairMatrix) {
   if (!chromium_installed())
     GTEST_SKIP() << "chromium not installed: the report's rendering is not checked (tools/install-deps.sh --report)";
@@ -487,6 +488,7 @@ TEST(Report, RendersEachAllPairsStageAndItsPairMatrix) {
             {"rows", 40}, {"cols", 40}, {"items", 40}, {"pairs", 780}, {"leaves", 2}, {"cache_slots", 20},
             {"loads", 83}, {"load_ratio", 2.075},
             {"host_cache", {{"lookups_hit", 10}, {"loads", 83}, {"hit_rate", 0.1}, {"evictions", 63}}}, {"steals", 0},
+            {"nodes", 2}, {"peer_cache", {{"hits", 64}, {"misses", 3}, {"hit_rate", 0.4355}}},
             {"load_seconds", 1.0}, {"compare_seconds", 2.0}, {"t_min_seconds", 2.5}, {"efficiency", 0.91},
             {"seconds", 1.4},
             {"lanes", Json::array({Json{{"name", "cpu0"}, {"busy_seconds", 1.3}, {"pairs", 400}},
@@ -500,6 +502,7 @@ TEST(Report, RendersEachAllPairsStageAndItsPairMatrix) {
   EXPECT_NE(d.find("data-allpairs-load-ratio=\"2.075\""), std::string::npos);
   EXPECT_NE(d.find("91.0 %"), std::string::npos) << "the efficiency";
   EXPECT_NE(d.find("cpu1: 380 pairs"), std::string::npos);
+  EXPECT_NE(d.find("64 (43.5 % of misses; 3 asked in vain)"), std::string::npos) << "the peer cache of a cluster run";
   EXPECT_NE(d.find("class=\"pair-matrix\""), std::string::npos) << "the picture";
   EXPECT_EQ(d.find("<td class=\"k\">allpairs</td>"), std::string::npos) << "all-pairs stages have their own section";
 }
