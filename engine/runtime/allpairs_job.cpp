@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "runtime/allpairs_pairs.hpp"
 #include "runtime/hosted_job.hpp"
@@ -94,8 +95,8 @@ private:
                                                  std::to_string(items.size()) + " items");
     std::unordered_map<std::uint64_t, std::size_t> local;
     for (std::size_t i = 0; i < items.size(); ++i) local[items[i].get<std::uint64_t>()] = i;
-    std::unordered_map<std::size_t, bool> hinted;
-    for (const auto& h : spec.value("peer_cache", Json::array())) hinted[h.at(0).get<std::size_t>()] = true;
+    std::unordered_set<std::size_t> hinted;  // items with peers to ask
+    for (const auto& h : spec.value("peer_cache", Json::array())) hinted.insert(h.at(0).get<std::size_t>());
     const std::uint64_t col_base = plan.shape == sched::PairShape::rectangle ? plan.rows : 0;
     const std::uint64_t n_items = plan.shape == sched::PairShape::rectangle ? std::uint64_t{plan.rows} + plan.cols : plan.rows;
     auto local_of = [&](std::uint64_t item) {

@@ -99,7 +99,7 @@ Table RunState::cluster_allpairs(StageState& s, const std::vector<CarriedPtr>& r
 
   auto answers = std::make_shared<Answers>();
   std::vector<bool> busy(R, false), live(R, true);
-  std::vector<std::vector<std::size_t>> job_leaves(R);  // the leaves of each node's job in flight
+  std::vector<Stretch> job(R);  // the leaves of each node's job in flight
   std::vector<double> job_sent(R, 0);
   std::uint64_t jobs = 0, node_steals = 0;
 
@@ -109,12 +109,10 @@ Table RunState::cluster_allpairs(StageState& s, const std::vector<CarriedPtr>& r
     for (std::uint32_t j = b.col_begin; j < b.col_end; ++j) seen[col_base + j] = true;
   };
   auto send = [&](std::size_t r, std::size_t first, std::size_t count) {
-    std::vector<std::size_t> leaves(count);
-    std::iota(leaves.begin(), leaves.end(), first);
     std::vector<std::uint64_t> items;
     {
       std::vector<bool> seen(n_items, false);
-      for (const std::size_t l : leaves) mark_items(seen, l);
+      for (std::size_t l = first; l < first + count; ++l) mark_items(seen, l);
       for (std::uint64_t i = 0; i < n_items; ++i)
         if (seen[i]) items.push_back(i);
     }
@@ -128,10 +126,10 @@ Table RunState::cluster_allpairs(StageState& s, const std::vector<CarriedPtr>& r
         wants[v].assign(n_items, false);
         for (std::size_t l = stretch[v].begin; l < stretch[v].end; ++l) mark_items(wants[v], l);
         if (busy[v])
-          for (const std::size_t l : job_leaves[v]) mark_items(wants[v], l);
+          for (std::size_t l = job[v].begin; l < job[v].end; ++l) mark_items(wants[v], l);
       }
     Json leaf_list = Json::array(), keys = Json::array(), hints = Json::array();
-    for (const std::size_t l : leaves) {
+    for (std::size_t l = first; l < first + count; ++l) {
       const auto& b = plan.leaves[l];
       leaf_list.push_back({b.row_begin, b.row_end, b.col_begin, b.col_end});
     }
@@ -173,7 +171,7 @@ Table RunState::cluster_allpairs(StageState& s, const std::vector<CarriedPtr>& r
       answers->cv.notify_all();
     };
     busy[r] = true;
-    job_leaves[r] = std::move(leaves);
+    job[r] = {first, first + count};
     job_sent[r] = since(Clock::now());
     opts().remote->submit(std::move(t));
   };
@@ -216,11 +214,11 @@ Table RunState::cluster_allpairs(StageState& s, const std::vector<CarriedPtr>& r
     live[r] = false;
     busy[r] = false;
     ++lost_nodes;
-    const std::size_t redo = job_leaves[r].size() + stretch[r].size();
-    if (!job_leaves[r].empty()) stretch.push_back({job_leaves[r].front(), job_leaves[r].back() + 1});
+    const std::size_t redo = job[r].size() + stretch[r].size();
+    if (job[r].size() > 0) stretch.push_back(job[r]);
     if (stretch[r].size() > 0) stretch.push_back(stretch[r]);
     stretch[r] = {};
-    job_leaves[r].clear();
+    job[r] = {};
     for (auto& h : holders) std::erase(h, nodes[r].id);
     if (std::none_of(live.begin(), live.end(), [](bool b) { return b; }))
       throw Error("every worker node running all-pairs jobs was lost; the last: " + why);
@@ -235,7 +233,7 @@ Table RunState::cluster_allpairs(StageState& s, const std::vector<CarriedPtr>& r
       return;
     }
     if (!res.ok)
-      throw ItemError(res.key, "the all-pairs job " + std::to_string(job_leaves[r].size()) + " leaves long on " +
+      throw ItemError(res.key, "the all-pairs job " + std::to_string(job[r].size()) + " leaves long on " +
                                    nodes[r].name + " failed: " + res.error);
     if (res.outputs.size() != 2 || !res.outputs[0].item || !res.outputs[1].item)
       throw Error("the all-pairs job on " + nodes[r].name + " answered with " + std::to_string(res.outputs.size()) +
@@ -283,8 +281,8 @@ Table RunState::cluster_allpairs(StageState& s, const std::vector<CarriedPtr>& r
     for (const auto& run : rec.at("leaf_runs")) {
       const auto local = run.at(0).get<std::size_t>();
       const auto lane = run.at(1).get<std::uint32_t>();
-      if (local >= job_leaves[r].size()) continue;
-      stats.leaf_runs.push_back({static_cast<std::uint32_t>(job_leaves[r][local]),
+      if (local >= job[r].size()) continue;
+      stats.leaf_runs.push_back({static_cast<std::uint32_t>(job[r].begin + local),
                                  static_cast<std::uint32_t>(first_lane[r] + lane), job_sent[r] + run.at(2).get<double>(),
                                  job_sent[r] + run.at(3).get<double>()});
     }
