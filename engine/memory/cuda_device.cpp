@@ -102,6 +102,11 @@ Array CudaDevice::upload(const Array& host_array) {
   const std::size_t bytes = host.nbytes();
   if (bytes == 0) return dev;
   check(cudaSetDevice(ordinal_), "cudaSetDevice", ordinal_);
+  if (host.placement().residency == Residency::pinned_host) {
+    check(cudaMemcpyAsync(dev.raw(), host.raw(), bytes, cudaMemcpyHostToDevice, as_stream(upload_)), "upload", ordinal_);
+    check(cudaStreamSynchronize(as_stream(upload_)), "upload", ordinal_);
+    return dev;
+  }
   // Through a pinned buffer: only page-locked memory copies asynchronously
   // at full bandwidth.
   auto staging = pinned_pool_->get(bytes);
@@ -127,6 +132,18 @@ Array CudaDevice::download(const Array& on_device) {
   check(cudaStreamSynchronize(as_stream(download_)), "download", ordinal_);
   std::memcpy(host.raw(), staging.get(), bytes);
   return host;
+}
+
+Array CudaDevice::pin(const Array& host_array) {
+  if (!host_array.placement().host_accessible())
+    throw Error("GPU " + std::to_string(ordinal_) + ": pinning an array that is in GPU memory");
+  if (host_array.placement().residency == Residency::pinned_host && host_array.is_contiguous()) return host_array;
+  const Array host = host_array.contiguous();
+  const std::size_t bytes = host.nbytes();
+  auto block = pinned_pool_->get(std::max<std::size_t>(bytes, 1));
+  void* p = block.get();
+  std::memcpy(p, host.raw(), bytes);
+  return Array::adopt(std::move(block), p, host.dtype(), host.shape(), {}, Placement{Residency::pinned_host, -1});
 }
 
 void CudaDevice::synchronize() {

@@ -45,6 +45,7 @@ public:
   int ordinal() const noexcept override { return ordinal_; }
   Array upload(const Array& host) override;
   Array download(const Array& on_device) override;
+  Array pin(const Array& host) override;
   Array allocate(DType dtype, std::span<const std::int64_t> shape) override;
   void* compute_stream() noexcept override { return compute_; }
   void synchronize() override;

@@ -23,6 +23,11 @@ public:
   virtual Array upload(const Array& host) = 0;
   // A host copy of an array that lives in this device's memory.
   virtual Array download(const Array& on_device) = 0;
+  // A copy of a host array in page-locked host memory, which upload()
+  // copies to the GPU directly (no staging copy) and at full bandwidth: what
+  // an all-pairs stage keeps in its host cache when GPU lanes read from it.
+  // A simulated device returns the array itself.
+  virtual Array pin(const Array& host) = 0;
   // Uninitialised memory for a GPU variant's output.
   virtual Array allocate(DType dtype, std::span<const std::int64_t> shape) = 0;
   // The stream GPU variants enqueue on (nullptr for a simulated device), and

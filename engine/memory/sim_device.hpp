@@ -15,6 +15,7 @@ public:
   int ordinal() const noexcept override { return index_; }
   Array upload(const Array& host) override;
   Array download(const Array& on_device) override;
+  Array pin(const Array& host) override { return host; }
   Array allocate(DType dtype, std::span<const std::int64_t> shape) override;
   void* compute_stream() noexcept override { return nullptr; }
   void synchronize() override {}

@@ -6,6 +6,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "runtime/allpairs_gpu.hpp"
 #include "runtime/allpairs_pairs.hpp"
 #include "runtime/hosted_job.hpp"
 #include "runtime/scan_combiner.hpp"
@@ -108,8 +109,13 @@ private:
     const auto& op = static_cast<const AllPairs&>(*s_.node->op);
     const std::vector<std::string> names = op.scores();
 
+    // The node's GPUs run lanes with caches of their own (made per job: a
+    // copy up from the kept host cache is cheap).
+    const auto slots = spec.at("cache_items").get<std::size_t>();
+    AllPairsGpuLanes gpus(*s_.node, runner_.workers(), spec.value("gpu_cache_items", std::size_t{0}),
+                          slots ? slots : static_cast<std::size_t>(n_items));
     std::atomic<std::uint64_t> loads{0}, peer_hits{0}, peer_misses{0};
-    auto load = [&](const sched::WorkerInfo& w, std::uint64_t item) {
+    auto load = [&](const sched::WorkerInfo& w, std::uint64_t item, bool on_lane) {
       const std::size_t i = local_of(item);
       const std::string key = keys[i].get<std::string>();
       const std::string served_as = peer_cache_name(stage, item);
@@ -127,7 +133,7 @@ private:
         }
         cache_.loading(item, served_as, job_.share);
         marked = true;
-        result = load_preprocessed(*s_.node, job_.element(i), runner_.log(), runner_.stop_flag());
+        result = gpus.load(w, job_.element(i), on_lane, runner_.log(), runner_.stop_flag());
         ++loads;
       });
       runner_.trace_task(s_.op(), stage, w, key, "load", lo);
@@ -139,23 +145,23 @@ private:
       return result;
     };
     std::vector<LaneRows> by_lane;
-    auto compare = [&](const sched::WorkerInfo&, std::size_t lane, std::uint32_t i, std::uint32_t j, const Item& a,
-                       const Item& b) {
-      compare_pair(*s_.node, runner_.log(), runner_.stop_flag(), names.size(), by_lane[lane], i, j, a, b,
+    auto compare = [&](const sched::WorkerInfo& w, std::size_t lane, std::uint32_t i, std::uint32_t j,
+                       const Item& a, const Item& b) {
+      gpus.compare(w, runner_.log(), runner_.stop_flag(), names.size(), by_lane[lane], i, j, a, b,
                    keys[local_of(i)].get<std::string>(), keys[local_of(col_base + j)].get<std::string>());
     };
 
     sched::AllPairsOptions o;
-    o.lanes = static_cast<std::size_t>(scan_lanes(runner_, sched::cpu_only));
+    o.lanes = static_cast<std::size_t>(scan_lanes(runner_, gpus.kinds()));
+    o.runs_on = gpus.kinds();
     o.max_loads = spec.at("max_loads").get<std::size_t>();
     o.prefetch = spec.at("load_ahead").get<bool>();
     by_lane.resize(o.lanes);
-    const auto slots = spec.at("cache_items").get<std::size_t>();
     // All items (0), but never fewer than the two each lane pins.
     auto& cache = cache_.get(slots ? slots : std::max(static_cast<std::size_t>(n_items), 2 * o.lanes));
     HelpingPool pool(runner_, env.worker());
     sched::AllPairsStats st;
-    sched::run_allpairs<Item>(plan, o, load, compare, pool, st, &cache);
+    sched::run_allpairs<Item>(plan, o, load, compare, pool, st, &cache, gpus.near());
 
     Outputs out;
     Item scores{ItemMeta{}, Value(pair_table(by_lane, names))};
@@ -168,6 +174,10 @@ private:
                    {"peer_misses", peer_misses.load()},
                    {"hits", st.hits},
                    {"evictions", st.evictions},
+                   {"device_hits", st.device_hits},
+                   {"device_loads", st.device_loads},
+                   {"device_evictions", st.device_evictions},
+                   {"device_slots", st.device_slots},
                    {"prefetched", st.prefetched},
                    {"steals", st.steals},
                    {"cache_slots", cache.index.slots()},

@@ -43,7 +43,7 @@ Item load_preprocessed(const workflow::StageNode& node, const Item& raw, Logger&
 
 void compare_pair(const workflow::StageNode& node, Logger& log, const std::atomic<bool>& stop, std::size_t nscores,
                   LaneRows& out, std::int64_t i, std::int64_t j, const Item& a, const Item& b,
-                  const std::string& row_key, const std::string& col_key) {
+                  const std::string& row_key, const std::string& col_key, const CompareFn& other) {
   const auto& op = static_cast<const AllPairs&>(*node.op);
   const std::size_t at = out.scores.size();
   out.scores.resize(at + nscores, 0.0);
@@ -52,7 +52,10 @@ void compare_pair(const workflow::StageNode& node, Logger& log, const std::atomi
     if (stop.load()) throw Error("the run is stopping");
     const Inputs inputs{a.meta.key, {&a, &b}};
     ReduceContextImpl ctx(node, &inputs, log, stop);
-    op.compare(ctx, a, b, sc);
+    if (other)
+      other(inputs, sc);
+    else
+      op.compare(ctx, a, b, sc);
     op.postprocess(ctx, sc);
   } catch (const std::exception& e) {
     out.scores.resize(at);

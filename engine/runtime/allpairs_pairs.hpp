@@ -4,6 +4,7 @@
 // worker node (allpairs_job.cpp).
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -13,6 +14,10 @@
 #include "sched/allpairs_plan.hpp"
 #include "util/log.hpp"
 #include "workflow/graph.hpp"
+
+namespace flowd::runtime {
+struct Inputs;  // runtime/contexts.hpp
+}
 
 namespace flowd::runtime::detail {
 
@@ -35,11 +40,15 @@ struct LaneRows {
   std::vector<double> scores;  // `nscores` per pair
 };
 
-// f(a, b) (compare, then postprocess) appended to `out`; an error names both
-// items' keys and is charged to row_key.
+// Computes a pair's scores in place of the operator's compare (its GPU
+// variant, allpairs_gpu.cpp).
+using CompareFn = std::function<void(const Inputs& inputs, std::span<double> scores)>;
+
+// f(a, b) (compare, or `other` where given, then postprocess) appended to
+// `out`; an error names both items' keys and is charged to row_key.
 void compare_pair(const workflow::StageNode& node, Logger& log, const std::atomic<bool>& stop, std::size_t nscores,
                   LaneRows& out, std::int64_t i, std::int64_t j, const Item& a, const Item& b,
-                  const std::string& row_key, const std::string& col_key);
+                  const std::string& row_key, const std::string& col_key, const CompareFn& other = {});
 
 // Every lane's pairs as one table, in (a, b) order: a, b and one f64 column
 // per score name. Empties `lanes`.

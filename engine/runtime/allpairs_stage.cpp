@@ -1,8 +1,9 @@
 // An all-pairs stage (flowd::AllPairs; issue 15): when its inputs have
 // closed, the items it holds (one set, or two) are numbered in key order, the
 // pair matrix is split into Hilbert-ordered leaves (sched/allpairs_plan.hpp),
-// and lanes on the run's CPU workers compute every pair through a cache of
-// preprocessed items (sched/allpairs_run.hpp). The stage emits one table:
+// and lanes on the run's workers compute every pair through a cache of
+// preprocessed items (sched/allpairs_run.hpp); lanes on GPUs through a cache
+// in their GPU's memory above it (allpairs_gpu.hpp). The stage emits one table:
 // a, b (indices) and one f64 column per score, sorted by (a, b). In a
 // cluster run the leaves run on the worker nodes instead
 // (cluster_allpairs.cpp).
@@ -10,6 +11,7 @@
 #include <cstdio>
 #include <numeric>
 
+#include "runtime/allpairs_gpu.hpp"
 #include "runtime/allpairs_pairs.hpp"
 #include "runtime/remote.hpp"
 #include "runtime/run_state.hpp"
@@ -37,7 +39,11 @@ void RunState::run_allpairs(StageState& s, sched::TaskEnv& env) {
   Outcome o{true, {}, {}};
   sched::AllPairsStats stats;
   std::optional<sched::PairPlan> plan;
-  const int lanes = scan_lanes(runner_, sched::cpu_only);
+  const std::uint64_t n_items = rows.size() + (two_sets ? cols.size() : 0);
+  const std::size_t host_slots = static_cast<std::size_t>(
+      cfg.cache_items && cfg.cache_items < n_items ? cfg.cache_items : n_items);
+  AllPairsGpuLanes gpus(*s.node, runner_.workers(), static_cast<std::size_t>(cfg.gpu_cache_items), host_slots);
+  const int lanes = scan_lanes(runner_, gpus.kinds());
   std::vector<LaneRows> by_lane(static_cast<std::size_t>(lanes));
   std::optional<Table> table;
   std::vector<RemoteNode> nodes;
@@ -70,9 +76,10 @@ void RunState::run_allpairs(StageState& s, sched::TaskEnv& env) {
         so.cache_slots = static_cast<std::size_t>(cfg.cache_items);
         so.max_loads = static_cast<std::size_t>(cfg.max_loads);
         so.prefetch = cfg.load_ahead;
+        so.runs_on = gpus.kinds();
 
         // ℓ = preprocess(load(x)), traced as a span of its own per item.
-        auto load = [&](const sched::WorkerInfo& w, std::uint64_t item) {
+        auto load = [&](const sched::WorkerInfo& w, std::uint64_t item, bool on_lane) {
           const CarriedPtr& c = item < rows.size() ? rows[item] : cols[item - rows.size()];
           const std::string& key = c->item.meta.key;
           Item result;
@@ -80,19 +87,19 @@ void RunState::run_allpairs(StageState& s, sched::TaskEnv& env) {
             if (runner_.stopping()) throw Error("the run is stopping");
             Item scratch;
             const Item& in = c->remote ? (scratch = c->remote->fetch()) : runner_.on_host(*c, scratch);
-            result = load_preprocessed(*s.node, in, runner_.log(), runner_.stop_flag());
+            result = gpus.load(w, in, on_lane, runner_.log(), runner_.stop_flag());
           });
           runner_.trace_task(s.op(), s.name(), w, key, "load", lo);
           if (!lo.ok) throw ItemError(lo.key, lo.error);
           return result;
         };
-        auto compare = [&](const sched::WorkerInfo&, std::size_t lane, std::uint32_t i, std::uint32_t j, const Item& a,
-                           const Item& b) {
-          compare_pair(*s.node, runner_.log(), runner_.stop_flag(), nscores, by_lane[lane], i, j, a, b, key_of(i),
+        auto compare = [&](const sched::WorkerInfo& w, std::size_t lane, std::uint32_t i, std::uint32_t j,
+                           const Item& a, const Item& b) {
+          gpus.compare(w, runner_.log(), runner_.stop_flag(), nscores, by_lane[lane], i, j, a, b, key_of(i),
                        key_of(two_sets ? rows.size() + j : j));
         };
         HelpingPool pool(runner_, env.worker());
-        sched::run_allpairs<Item>(*plan, so, load, compare, pool, stats);
+        sched::run_allpairs<Item>(*plan, so, load, compare, pool, stats, nullptr, gpus.near());
         table = pair_table(by_lane, names);
       }
     } catch (const std::exception& e) {
@@ -118,13 +125,21 @@ void RunState::run_allpairs(StageState& s, sched::TaskEnv& env) {
                   static_cast<unsigned long long>(stats.evictions), stats.cache_slots, 100.0 * stats.efficiency(),
                   stats.t_min());
     std::string where;
+    if (stats.device_slots > 0) {
+      char gpu[200];
+      std::snprintf(gpu, sizeof gpu, "; GPU caches (%zu slots): hit rate %.1f%%, %llu copies up from the host cache, "
+                    "%llu evictions", stats.device_slots, 100.0 * stats.device_hit_rate(),
+                    static_cast<unsigned long long>(stats.device_loads),
+                    static_cast<unsigned long long>(stats.device_evictions));
+      where += gpu;
+    }
     if (stats.nodes > 0) {
       char peers[200];
       std::snprintf(peers, sizeof peers, "; on %u worker nodes: %llu items from the peer cache (%.1f%% of the misses; "
                     "those ahead of the lanes count them too), %llu peers asked did not hold theirs yet or any more",
                     stats.nodes, static_cast<unsigned long long>(stats.peer_hits), 100.0 * stats.peer_hit_rate(),
                     static_cast<unsigned long long>(stats.peer_misses));
-      where = peers;
+      where += peers;
       if (stats.nodes_lost > 0)
         where += "; " + std::to_string(stats.nodes_lost) + " node(s) lost during a job: their leaves ran again elsewhere, "
                  "and the loads of their last jobs are not in R";
@@ -143,7 +158,7 @@ void RunState::run_allpairs(StageState& s, sched::TaskEnv& env) {
       runner_.trace_task(s.op(), s.name(), *w,
                          "pairs " + std::to_string(b.row_begin) + ".." + std::to_string(b.row_end) + " x " +
                              std::to_string(b.col_begin) + ".." + std::to_string(b.col_end),
-                         "cpu", span);
+                         AllPairsGpuLanes::kind_name(*w), span);
     }
   }
 
@@ -204,6 +219,12 @@ Json RunState::allpairs_json() const {
                    {"loaded_ahead", st.prefetched},
                    {"load_ratio", st.load_ratio()},
                    {"host_cache", {{"lookups_hit", st.hits}, {"loads", st.loads}, {"hit_rate", st.hit_rate()}, {"evictions", st.evictions}}},
+                   {"device_cache",
+                    {{"slots", st.device_slots},
+                     {"hits", st.device_hits},
+                     {"loads", st.device_loads},
+                     {"hit_rate", st.device_hit_rate()},
+                     {"evictions", st.device_evictions}}},
                    {"peer_cache", {{"hits", st.peer_hits}, {"misses", st.peer_misses}, {"hit_rate", st.peer_hit_rate()}}},
                    {"nodes", st.nodes},
                    {"nodes_lost", st.nodes_lost},

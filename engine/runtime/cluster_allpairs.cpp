@@ -162,6 +162,7 @@ Table RunState::cluster_allpairs(StageState& s, const std::vector<CarriedPtr>& r
               {"items", items},
               {"keys", std::move(keys)},
               {"cache_items", cfg.cache_items},  // 0: every item
+              {"gpu_cache_items", cfg.gpu_cache_items},
               {"max_loads", cfg.max_loads},
               {"load_ahead", cfg.load_ahead},
               {"peer_cache", std::move(hints)}};
@@ -257,6 +258,11 @@ Table RunState::cluster_allpairs(StageState& s, const std::vector<CarriedPtr>& r
     stats.peer_misses += rec.at("peer_misses").get<std::uint64_t>();
     stats.hits += rec.at("hits").get<std::uint64_t>();
     stats.evictions += rec.at("evictions").get<std::uint64_t>();
+    stats.device_hits += rec.value("device_hits", std::uint64_t{0});
+    stats.device_loads += rec.value("device_loads", std::uint64_t{0});
+    stats.device_evictions += rec.value("device_evictions", std::uint64_t{0});
+    // Each node's GPU caches, counted once.
+    if (!lanes_named[r]) stats.device_slots += rec.value("device_slots", std::size_t{0});
     stats.prefetched += rec.at("prefetched").get<std::uint64_t>();
     stats.steals += rec.at("steals").get<std::uint64_t>();
     stats.cache_slots = rec.at("cache_slots").get<std::size_t>();

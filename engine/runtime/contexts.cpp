@@ -23,6 +23,7 @@ template class ContextImpl<SourceContext>;
 template class ContextImpl<SinkContext>;
 template class ContextImpl<ScanContext>;
 template class ContextImpl<GpuScanContext>;
+template class ContextImpl<GpuAllPairsContext>;
 
 std::optional<std::string> input_mismatch(const PortSpec& in, const Value& value, std::string_view from) {
   if (in.type.accepts(value)) return std::nullopt;

@@ -175,4 +175,21 @@ private:
   memory::Device& dev_;
 };
 
+// What an all-pairs operator's GPU variant sees (compare_gpu,
+// preprocess_gpu): the GPU's stream and memory.
+class GpuAllPairsContextImpl final : public ContextImpl<GpuAllPairsContext> {
+public:
+  GpuAllPairsContextImpl(const workflow::StageNode& node, const Inputs* inputs, Logger& log,
+                         const std::atomic<bool>& stop, memory::Device& dev)
+      : ContextImpl(node, inputs, log, stop), dev_(dev) {}
+  Device device() const noexcept override { return Device::gpu; }
+  int gpu() const noexcept override { return dev_.ordinal(); }
+  void* stream() const noexcept override { return dev_.compute_stream(); }
+  Array allocate(DType dtype, std::span<const std::int64_t> shape) override { return dev_.allocate(dtype, shape); }
+  Array upload(const Array& host) override { return dev_.upload(host); }
+
+private:
+  memory::Device& dev_;
+};
+
 }  // namespace flowd::runtime

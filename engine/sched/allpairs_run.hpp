@@ -21,6 +21,13 @@
 // column); in a Hilbert plan whose cache holds every item, the items of
 // each lane's current and next leaf. A lane that gets to an item first
 // loads it itself, as without them.
+//
+// Lanes on GPUs (a NearLevel) read from a cache of their own GPU's memory,
+// Rocket's device cache: a miss there is looked up in the host cache (and
+// loaded into it on a miss there) and then copied up. Such a lane pins its
+// items in the device cache only, so that cache needs two slots (a bands
+// plan: the tallest band and one); the host cache's slots are held only for
+// the copy.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -28,11 +35,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <time.h>
@@ -64,6 +73,22 @@ struct ItemCache {
   std::vector<T> data;
 };
 
+// The level above the host cache for lanes on GPUs: each GPU-like worker's
+// cache of items in its memory (the caller makes and owns them), and how a
+// host-cached item is copied up.
+template <class T>
+struct NearLevel {
+  // The cache of the worker a lane runs on, or null: the lane reads the
+  // host cache (a CPU worker).
+  std::function<ItemCache<T>*(const WorkerInfo&)> cache_of;
+  // A copy of `host` (item `item`, as the host cache holds it) in the
+  // worker's memory.
+  std::function<T(const WorkerInfo&, std::uint64_t item, const T& host)> promote;
+  // Every cache cache_of may return (checked for size; their counts go into
+  // the stats).
+  std::vector<ItemCache<T>*> caches;
+};
+
 // One leaf as it ran, for the report's picture of the pair matrix.
 struct LeafRun {
   std::uint32_t leaf = 0, lane = 0;
@@ -78,6 +103,10 @@ struct AllPairsStats {
   // that a peer answered with the item preprocessed (not in `loads`), and
   // the peers asked that no longer held it.
   std::uint64_t peer_hits = 0, peer_misses = 0;
+  // Lanes on GPUs (a NearLevel): lookups their device caches answered,
+  // copies up from the host cache, evictions, and the caches' slots summed.
+  std::uint64_t device_hits = 0, device_loads = 0, device_evictions = 0;
+  std::size_t device_slots = 0;
   std::uint32_t nodes = 0;  // worker nodes that ran leaves (0: this process)
   std::uint32_t nodes_lost = 0;  // of them, lost during a job (their jobs' loads are not counted)
   std::size_t cache_slots = 0;
@@ -100,6 +129,11 @@ struct AllPairsStats {
   double hit_rate() const {
     const double uses = 2.0 * static_cast<double>(pairs);
     return uses > 0 ? std::max(0.0, 1.0 - static_cast<double>(loads + peer_hits) / uses) : 0.0;
+  }
+  // Of the GPU lanes' lookups, the share their device cache answered.
+  double device_hit_rate() const {
+    const auto lookups = device_hits + device_loads;
+    return lookups ? static_cast<double>(device_hits) / static_cast<double>(lookups) : 0.0;
   }
   // Of the items the nodes' caches missed, the share a peer answered.
   double peer_hit_rate() const {
@@ -126,6 +160,16 @@ inline double thread_cpu_seconds() {
   timespec t{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
   return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
+// load(worker, item), or load(worker, item, on_lane) where the caller's
+// load wants to know whether a lane (true) or a loader thread calls it.
+template <class Load>
+decltype(auto) call_load(Load& load, const WorkerInfo& w, std::uint64_t item, bool on_lane) {
+  if constexpr (std::is_invocable_v<Load&, const WorkerInfo&, std::uint64_t, bool>)
+    return load(w, item, on_lane);
+  else
+    return load(w, item);
 }
 
 // At most `n` holders at once.
@@ -161,9 +205,11 @@ private:
 //
 // `kept`, when given, is the cache to use (and leave filled) instead of one
 // of o.cache_slots made here; the stats then count this run's lookups only.
+// `near`, when given, is the device level of lanes on GPUs: compare then
+// gets such a lane's items from its device cache.
 template <class T, class Load, class Compare, TaskSubmitter P>
 void run_allpairs(const PairPlan& plan, const AllPairsOptions& o, Load&& load, Compare&& compare, P& pool,
-                  AllPairsStats& stats, ItemCache<T>* kept = nullptr) {
+                  AllPairsStats& stats, ItemCache<T>* kept = nullptr, const NearLevel<T>* near = nullptr) {
   using Clock = std::chrono::steady_clock;
   const std::uint64_t items = plan.shape == PairShape::rectangle ? std::uint64_t{plan.rows} + plan.cols : plan.rows;
   const std::size_t lanes = std::max<std::size_t>(o.lanes, 1);
@@ -185,6 +231,19 @@ void run_allpairs(const PairPlan& plan, const AllPairsOptions& o, Load&& load, C
                                   std::to_string(tallest) + " rows and a column for each of " + std::to_string(lanes) +
                                   " lanes: it needs at least " + std::to_string(tallest + lanes));
   }
+  if (near) {
+    // A GPU lane pins its outer and inner item (a band's rows and a column)
+    // in its device cache; one lane per GPU worker at a time.
+    const std::size_t need = tallest ? tallest + 1 : 2;
+    for (const ItemCache<T>* c : near->caches)
+      if (c->index.slots() < need)
+        throw std::invalid_argument("a GPU's all-pairs cache of " + std::to_string(c->index.slots()) +
+                                    " slots is too small: a lane on the GPU pins " + std::to_string(need) +
+                                    (tallest ? " items (a band's rows and a column)" : " items"));
+  }
+  std::vector<memory::SlotCache::Stats> near_before;
+  if (near)
+    for (const ItemCache<T>* c : near->caches) near_before.push_back(c->index.stats());
   std::optional<ItemCache<T>> own;
   if (!kept) own.emplace(slots);
   ItemCache<T>& store = kept ? *kept : *own;
@@ -238,6 +297,9 @@ void run_allpairs(const PairPlan& plan, const AllPairsOptions& o, Load&& load, C
   // the lanes' own columns, at most one per lane.
   const std::size_t stream_limit = ahead_bands ? std::min(lanes, slots - tallest - lanes) : 0;
   std::vector<std::atomic<std::uint8_t>> ahead(ahead_bands || ahead_leaves ? items : 0);
+  // The slot a loader keeps an item pinned in (ahead == 2), for the lane
+  // that takes it (which may read it from its device cache instead).
+  std::vector<std::size_t> ahead_slot(ahead_bands ? items : 0);
   std::atomic<std::uint64_t> prefetched{0};
   auto fetch = [&](const PrefetchRequest& r) {
     if (stop.load(std::memory_order_relaxed)) return;
@@ -262,7 +324,7 @@ void run_allpairs(const PairPlan& plan, const AllPairsOptions& o, Load&& load, C
       const auto ts = Clock::now();
       const double cpu0 = detail::thread_cpu_seconds();
       try {
-        slot_data[slot] = load(*r.worker, r.item);
+        slot_data[slot] = detail::call_load(load, *r.worker, r.item, false);
       } catch (...) {
         loads_gate.leave();
         cache.abandon(slot);
@@ -279,6 +341,7 @@ void run_allpairs(const PairPlan& plan, const AllPairsOptions& o, Load&& load, C
       load_wall_s += took;
     }
     std::uint8_t asked = 1;
+    if (r.keep_pinned) ahead_slot[r.item] = slot;  // published by the exchange below
     if (!(r.keep_pinned && ahead[r.item].compare_exchange_strong(asked, 2))) cache.release(slot);
   };
   // No threads where nothing would be asked of them (a Hilbert plan whose
@@ -317,16 +380,16 @@ void run_allpairs(const PairPlan& plan, const AllPairsOptions& o, Load&& load, C
     pump_locked(w);
   };
   // A lane has pinned the band's row `item`: the loader's pin goes.
-  auto took_row = [&](std::uint64_t item, std::size_t slot) {
-    if (ahead_bands && ahead[item].exchange(0) == 2) cache.release(slot);
+  auto took_row = [&](std::uint64_t item) {
+    if (ahead_bands && ahead[item].exchange(0) == 2) cache.release(ahead_slot[item]);
   };
-  // A lane has the column `item` in `slot`: the loader's pin goes, and the
+  // A lane has pinned the column `item`: the loader's pin goes, and the
   // next column is asked for.
-  auto took_column = [&](std::uint64_t item, std::size_t slot, const WorkerInfo& w) {
+  auto took_column = [&](std::uint64_t item, const WorkerInfo& w) {
     if (!ahead_bands) return;
     const std::uint8_t was = ahead[item].exchange(0);
     if (was == 0) return;
-    if (was == 2) cache.release(slot);
+    if (was == 2) cache.release(ahead_slot[item]);
     std::lock_guard lk(stream_m);
     --stream.outstanding;
     pump_locked(w);
@@ -359,15 +422,21 @@ void run_allpairs(const PairPlan& plan, const AllPairsOptions& o, Load&& load, C
           double my_load = 0, my_load_wall = 0;
           std::uint64_t my_pairs = 0;
           std::vector<LeafRun> my_runs;
-          // The item's slot, loaded first on a miss; pinned until released.
-          auto acquire = [&](std::uint64_t item) {
+          // The cache this lane pins its items in and reads them from: its
+          // GPU's (lc, ld) above the host cache, or the host cache.
+          ItemCache<T>* own_near = near ? near->cache_of(w) : nullptr;
+          memory::SlotCache& lc = own_near ? own_near->index : cache;
+          std::vector<T>& ld = own_near ? own_near->data : slot_data;
+          // The item's host-cache slot, loaded first on a miss; pinned until
+          // released.
+          auto acquire_host = [&](std::uint64_t item) {
             const auto lease = cache.acquire(item);
             if (lease.hit) return lease.slot;
             loads_gate.enter();
             const auto ts = Clock::now();
             const double cpu0 = detail::thread_cpu_seconds();
             try {
-              slot_data[lease.slot] = load(w, item);
+              slot_data[lease.slot] = detail::call_load(load, w, item, true);
             } catch (...) {
               loads_gate.leave();
               cache.abandon(lease.slot);
@@ -379,11 +448,33 @@ void run_allpairs(const PairPlan& plan, const AllPairsOptions& o, Load&& load, C
             cache.publish(lease.slot);
             return lease.slot;
           };
+          // The item's slot in lc: on a GPU, copied up from the host cache
+          // on a miss.
+          auto acquire = [&](std::uint64_t item) {
+            if (!own_near) return acquire_host(item);
+            const auto lease = lc.acquire(item);
+            if (lease.hit) return lease.slot;
+            try {
+              const std::size_t host_slot = acquire_host(item);
+              try {
+                ld[lease.slot] = near->promote(w, item, slot_data[host_slot]);
+              } catch (...) {
+                cache.release(host_slot);
+                throw;
+              }
+              cache.release(host_slot);
+            } catch (...) {
+              lc.abandon(lease.slot);
+              throw;
+            }
+            lc.publish(lease.slot);
+            return lease.slot;
+          };
           // The band this lane holds pinned: its first row and a slot per row.
           std::uint32_t band = 0;
           std::vector<std::size_t> band_slots;
           auto unpin_band = [&] {
-            for (std::size_t slot : band_slots) cache.release(slot);
+            for (std::size_t slot : band_slots) lc.release(slot);
             band_slots.clear();
           };
           const auto busy_from = Clock::now();
@@ -412,7 +503,7 @@ void run_allpairs(const PairPlan& plan, const AllPairsOptions& o, Load&& load, C
                   start_band(b, w);
                   for (std::uint32_t i = b.row_begin; i < b.row_end && !stop.load(std::memory_order_relaxed); ++i) {
                     band_slots.push_back(acquire(i));
-                    took_row(i, band_slots.back());
+                    took_row(i);
                   }
                 }
                 for (std::uint32_t j = b.col_begin; j < b.col_end && !stop.load(std::memory_order_relaxed); ++j) {
@@ -422,18 +513,18 @@ void run_allpairs(const PairPlan& plan, const AllPairsOptions& o, Load&& load, C
                   for (std::uint32_t i = b.row_begin; i < b.row_end && !any; ++i) any = wanted(i, j);
                   if (!any) continue;
                   const std::size_t col_slot = in_band ? band_slots[col_item - b.row_begin] : acquire(col_item);
-                  if (!in_band) took_column(col_item, col_slot, w);
+                  if (!in_band) took_column(col_item, w);
                   try {
                     for (std::uint32_t i = b.row_begin; i < b.row_end; ++i) {
                       if (!wanted(i, j)) continue;
-                      compare(w, lane, i, j, slot_data[band_slots[i - b.row_begin]], slot_data[col_slot]);
+                      compare(w, lane, i, j, ld[band_slots[i - b.row_begin]], ld[col_slot]);
                       ++my_pairs;
                     }
                   } catch (...) {
-                    if (!in_band) cache.release(col_slot);
+                    if (!in_band) lc.release(col_slot);
                     throw;
                   }
-                  if (!in_band) cache.release(col_slot);
+                  if (!in_band) lc.release(col_slot);
                 }
                 {
                   std::lock_guard lk(band_m);
@@ -470,19 +561,19 @@ void run_allpairs(const PairPlan& plan, const AllPairsOptions& o, Load&& load, C
                     const std::size_t row_slot = rows_outer ? outer_slot : inner_slot;
                     const std::size_t col_slot = rows_outer ? inner_slot : outer_slot;
                     try {
-                      compare(w, lane, i, j, slot_data[row_slot], slot_data[col_slot]);
+                      compare(w, lane, i, j, ld[row_slot], ld[col_slot]);
                     } catch (...) {
-                      if (!same) cache.release(inner_slot);
+                      if (!same) lc.release(inner_slot);
                       throw;
                     }
                     ++my_pairs;
-                    if (!same) cache.release(inner_slot);
+                    if (!same) lc.release(inner_slot);
                   }
                 } catch (...) {
-                  cache.release(outer_slot);
+                  lc.release(outer_slot);
                   throw;
                 }
-                cache.release(outer_slot);
+                lc.release(outer_slot);
               }
               my_runs.push_back({static_cast<std::uint32_t>(*leaf), static_cast<std::uint32_t>(lane), since(leaf_start),
                                  since(Clock::now())});
@@ -513,6 +604,14 @@ void run_allpairs(const PairPlan& plan, const AllPairsOptions& o, Load&& load, C
   stats.evictions = cs.evictions - before.evictions;
   stats.waits = cs.waits - before.waits;
   stats.steals = sched.steals();
+  if (near)
+    for (std::size_t k = 0; k < near->caches.size(); ++k) {
+      const auto now = near->caches[k]->index.stats();
+      stats.device_hits += now.hits - near_before[k].hits;
+      stats.device_loads += now.loads - near_before[k].loads;
+      stats.device_evictions += now.evictions - near_before[k].evictions;
+      stats.device_slots += near->caches[k]->index.slots();
+    }
   stats.prefetched = prefetched.load();
   stats.load_seconds = load_s;
   stats.load_wall_seconds = load_wall_s;

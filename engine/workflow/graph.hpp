@@ -26,6 +26,9 @@ struct AllPairsConfig {
   sched::PairShape shape = sched::PairShape::triangle;
   std::uint64_t leaf_pairs = 0;
   std::uint64_t cache_items = 0;
+  // Each GPU's cache of preprocessed items in its memory (0: as many as the
+  // host cache).
+  std::uint64_t gpu_cache_items = 0;
   std::uint64_t max_loads = 8;
   bool load_ahead = true;  // loader threads load items ahead of the workers
   // A cluster run: a node missing a preprocessed item asks the node the

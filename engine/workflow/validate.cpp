@@ -41,11 +41,12 @@ void check_allpairs(const StageDecl& s, const OperatorSpec& spec, Diagnostics& d
   if (s.allpairs.is_null()) return;
   for (const auto& [k, v] : s.allpairs.items()) {
     const std::string at = pointer({"stages", s.name, "allpairs", k});
-    const std::int64_t lowest = k == "cache_items" ? 0 : 1;
+    const std::int64_t lowest = k == "cache_items" || k == "gpu_cache_items" ? 0 : 1;
     if (k == "load_ahead" || k == "peer_cache") {
       if (!v.is_boolean()) d.add(at, "expected true or false, got " + v.dump());
-    } else if (k != "leaf_pairs" && k != "cache_items" && k != "max_loads")
-      d.add(at, "unknown all-pairs setting '" + k + "'; settings: leaf_pairs, cache_items, max_loads, load_ahead, peer_cache");
+    } else if (k != "leaf_pairs" && k != "cache_items" && k != "gpu_cache_items" && k != "max_loads")
+      d.add(at, "unknown all-pairs setting '" + k +
+                    "'; settings: leaf_pairs, cache_items, gpu_cache_items, max_loads, load_ahead, peer_cache");
     else if (!v.is_number_integer() || v.get<std::int64_t>() < lowest)
       d.add(at, "expected an integer >= " + std::to_string(lowest) + ", got " + v.dump());
   }
@@ -148,6 +149,7 @@ std::optional<StageNode> open_stage(const StageDecl& s, const Params& params, st
         };
         node.allpairs.leaf_pairs = get("leaf_pairs", 0);
         node.allpairs.cache_items = get("cache_items", 0);
+        node.allpairs.gpu_cache_items = get("gpu_cache_items", 0);
         node.allpairs.max_loads = get("max_loads", 8);
         if (const auto it = s.allpairs.find("load_ahead"); it != s.allpairs.end() && it->is_boolean())
           node.allpairs.load_ahead = it->get<bool>();

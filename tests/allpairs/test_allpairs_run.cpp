@@ -208,6 +208,95 @@ TEST(RunAllPairs, LoaderThreadsLoadAheadWithoutLoadingMore) {
   EXPECT_LE(on.prefetched, on.loads);
 }
 
+// Lanes on GPU-like workers (a NearLevel): they read their items from their
+// own device cache, copied up from the host cache on a miss there; CPU lanes
+// read the host cache. Every pair once, for a Hilbert plan and bands, and
+// the device counts add up.
+TEST(RunAllPairs, LanesOnGpusReadTheirDeviceCacheFilledFromTheHostCache) {
+  std::vector<WorkerInfo> ws = exec::WorkerPool::cpu_workers(2);
+  for (int g = 0; g < 2; ++g) ws.push_back({2 + g, WorkerKind::sim_gpu, g, "sim" + std::to_string(g)});
+  exec::WorkerPool p(std::make_unique<FcfsQueue>(), ws);
+  constexpr std::uint64_t on_device = 1'000'000;
+  for (bool strips : {false, true}) {
+    SCOPED_TRACE(strips ? "bands" : "hilbert");
+    const std::uint32_t n = 40;
+    const PairPlan plan = strips ? plan_strips(PairShape::triangle, n, n, 6, 8) : plan_pairs(PairShape::triangle, n, n, 8);
+    std::map<int, std::unique_ptr<ItemCache<std::uint64_t>>> caches;
+    NearLevel<std::uint64_t> near;
+    for (int id : {2, 3}) {
+      caches[id] = std::make_unique<ItemCache<std::uint64_t>>(strips ? 7 : 6);
+      near.caches.push_back(caches[id].get());
+    }
+    near.cache_of = [&](const WorkerInfo& w) -> ItemCache<std::uint64_t>* {
+      const auto it = caches.find(w.id);
+      return it == caches.end() ? nullptr : it->second.get();
+    };
+    std::atomic<std::uint64_t> promotions{0};
+    near.promote = [&](const WorkerInfo& w, std::uint64_t item, const std::uint64_t& host) {
+      if (!is_gpu_like(w.kind)) throw std::runtime_error("a copy up on a CPU lane");
+      if (host != item) throw std::runtime_error("copied up the wrong item");
+      ++promotions;
+      return host + on_device;
+    };
+    AllPairsOptions o;
+    o.lanes = 4;
+    o.cache_slots = strips ? 14 : 0;
+    o.runs_on = cpu_only | bit(WorkerKind::sim_gpu);
+    AllPairsStats st;
+    std::mutex m;
+    std::map<std::pair<std::uint32_t, std::uint32_t>, int> seen;
+    std::atomic<std::uint64_t> on_gpus{0};
+    run_allpairs<std::uint64_t>(
+        plan, o, [](const WorkerInfo&, std::uint64_t item) { return item; },
+        [&](const WorkerInfo& w, std::size_t, std::uint32_t i, std::uint32_t j, const std::uint64_t& a,
+            const std::uint64_t& b) {
+          const std::uint64_t base = is_gpu_like(w.kind) ? on_device : 0;
+          if (a != i + base || b != j + base) throw std::runtime_error("a lane read the wrong cache");
+          if (base) ++on_gpus;
+          std::this_thread::sleep_for(std::chrono::microseconds(20));  // every lane gets to run
+          std::lock_guard lk(m);
+          ++seen[{i, j}];
+        },
+        p, st, static_cast<ItemCache<std::uint64_t>*>(nullptr), &near);
+    EXPECT_EQ(seen.size(), std::size_t{n} * (n - 1) / 2);
+    for (const auto& [ij, times] : seen) EXPECT_EQ(times, 1) << ij.first << "," << ij.second;
+    EXPECT_GT(on_gpus.load(), 0u) << "the simulated GPUs' lanes ran pairs";
+    EXPECT_EQ(st.device_loads, promotions.load());
+    EXPECT_EQ(st.device_slots, strips ? 14u : 12u);
+    if (!strips) {
+      EXPECT_GT(st.device_hits, 0u) << "a leaf's items stay in 6 slots while its rows are walked";
+      EXPECT_GT(st.device_evictions, 0u) << "6 slots per GPU for 40 items";
+    }
+  }
+}
+
+TEST(RunAllPairs, RefusesADeviceCacheTooSmallForABand) {
+  std::vector<WorkerInfo> ws = exec::WorkerPool::cpu_workers(1);
+  ws.push_back({1, WorkerKind::sim_gpu, 0, "sim0"});
+  exec::WorkerPool p(std::make_unique<FcfsQueue>(), ws);
+  const PairPlan plan = plan_strips(PairShape::triangle, 20, 20, 6, 8);
+  ItemCache<int> small(6);  // a band of 6 rows and a column need 7
+  NearLevel<int> near;
+  near.caches = {&small};
+  near.cache_of = [&](const WorkerInfo& w) { return w.kind == WorkerKind::cpu ? nullptr : &small; };
+  near.promote = [](const WorkerInfo&, std::uint64_t, const int& v) { return v; };
+  AllPairsOptions o;
+  o.lanes = 2;
+  o.cache_slots = 10;
+  o.runs_on = cpu_only | bit(WorkerKind::sim_gpu);
+  AllPairsStats st;
+  try {
+    run_allpairs<int>(
+        plan, o, [](const WorkerInfo&, std::uint64_t) { return 0; },
+        [](const WorkerInfo&, std::size_t, std::uint32_t, std::uint32_t, const int&, const int&) {}, p, st,
+        static_cast<ItemCache<int>*>(nullptr), &near);
+    FAIL() << "a GPU cache of 6 slots ran a band of 6 rows";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("GPU's all-pairs cache of 6 slots is too small"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(PlanStrips, BandsCoverEveryPairOnceInOrder) {
   for (PairShape shape : {PairShape::triangle, PairShape::triangle_with_diagonal, PairShape::rectangle}) {
     const std::uint32_t rows = 23, cols = shape == PairShape::rectangle ? 31 : 23;

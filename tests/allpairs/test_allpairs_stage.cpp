@@ -118,6 +118,35 @@ TEST(AllPairsStage, SettingsAreCheckedAtTheirPointers) {
   EXPECT_NE(test::validation_problem(pairs_workflow(4, 0, "", R"({"peer_cache": "yes"})", "x"))
                 .find("/stages/ap/allpairs/peer_cache: expected true or false"),
             std::string::npos);
+  EXPECT_NE(test::validation_problem(pairs_workflow(4, 0, "", R"({"gpu_cache_items": -2})", "x"))
+                .find("/stages/ap/allpairs/gpu_cache_items: expected an integer >= 0"),
+            std::string::npos);
+  EXPECT_EQ(test::validation_problem(pairs_workflow(4, 0, "", R"({"gpu_cache_items": 0})", "x")), "(valid)");
+}
+
+// Lanes on GPUs (runtime/allpairs_gpu.cpp), here simulated ones: each keeps
+// the items it compares in a cache of its own, filled from the host cache;
+// the table is exact, the summary gives the GPU caches' hit rate, and a GPU
+// cache too small for a lane's items is refused naming the setting's size.
+TEST(AllPairsStage, LanesOnSimulatedGpusReadTheirOwnCaches) {
+  const auto dir = test::scratch();
+  const auto out = dir / "out.txt";
+  for (const std::string settings : {R"({"gpu_cache_items": 4, "leaf_pairs": 6})", R"({"cache_items": 14, "gpu_cache_items": 9})"}) {
+    SCOPED_TRACE(settings);
+    std::ofstream(dir / "wf.json") << pairs_workflow(30, 0, "", settings, out.string(), R"("sleep_us": 100)");
+    const auto r = test::flowd_cmd(dir, {"wf.json", "--cpu", "1", "--gpu", "sim:2", "--no-progress", "--no-perf-model"});
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_EQ(test::lines(out), expected(30, 0, false));
+    EXPECT_NE(r.err.find("GPU caches ("), std::string::npos) << r.err;
+  }
+  // Bands of 14 - 2 x 3 lanes = 8 rows: a GPU lane pins 9 items.
+  const auto refused = dir / "refused.txt";
+  std::ofstream(dir / "wf.json") << pairs_workflow(30, 0, "", R"({"cache_items": 14, "gpu_cache_items": 5})",
+                                                   refused.string());
+  const auto r = test::flowd_cmd(dir, {"wf.json", "--cpu", "1", "--gpu", "sim:2", "--no-progress", "--no-perf-model"});
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.err.find("GPU's all-pairs cache of 5 slots is too small"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(refused)) << "nothing written";
 }
 
 // A cluster run (runtime/cluster_allpairs.cpp): the leaves run as jobs on the

@@ -477,8 +477,8 @@ TEST(Report, RendersEachScansStrategyCombinesAndLanes) {
 }
 
 // A run's all-pairs stages (RunReport::config "allpairs") get a section of
-// their own: the figures (a cluster run's peer cache too) and a picture of
-// the pair matrix.
+// their own: the figures (the GPU lanes' caches and a cluster run's peer
+// cache too) and a picture of the pair matrix.
 TEST(Report, RendersEachAllPairsStageAndItsPairMatrix) {
   if (!chromium_installed())
     GTEST_SKIP() << "chromium not installed: the report's rendering is not checked (tools/install-deps.sh --report)";
@@ -489,6 +489,7 @@ TEST(Report, RendersEachAllPairsStageAndItsPairMatrix) {
             {"loads", 83}, {"load_ratio", 2.075},
             {"host_cache", {{"lookups_hit", 10}, {"loads", 83}, {"hit_rate", 0.1}, {"evictions", 63}}}, {"steals", 0},
             {"nodes", 2}, {"peer_cache", {{"hits", 64}, {"misses", 3}, {"hit_rate", 0.4355}}},
+            {"device_cache", {{"slots", 20}, {"hits", 750}, {"loads", 50}, {"hit_rate", 0.9375}, {"evictions", 30}}},
             {"load_seconds", 1.0}, {"compare_seconds", 2.0}, {"t_min_seconds", 2.5}, {"efficiency", 0.91},
             {"seconds", 1.4},
             {"lanes", Json::array({Json{{"name", "cpu0"}, {"busy_seconds", 1.3}, {"pairs", 400}},
@@ -503,6 +504,7 @@ TEST(Report, RendersEachAllPairsStageAndItsPairMatrix) {
   EXPECT_NE(d.find("91.0 %"), std::string::npos) << "the efficiency";
   EXPECT_NE(d.find("cpu1: 380 pairs"), std::string::npos);
   EXPECT_NE(d.find("64 (43.5 % of misses; 3 asked in vain)"), std::string::npos) << "the peer cache of a cluster run";
+  EXPECT_NE(d.find("93.8 % hits (50 copies up, 30 evictions, 20 slots)"), std::string::npos) << "the GPU caches";
   EXPECT_NE(d.find("class=\"pair-matrix\""), std::string::npos) << "the picture";
   EXPECT_EQ(d.find("<td class=\"k\">allpairs</td>"), std::string::npos) << "all-pairs stages have their own section";
 }

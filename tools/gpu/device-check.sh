@@ -9,8 +9,9 @@
 # printed last. Each step has its own time limit so the script always ends
 # (and packs its logs) inside the call's limit.
 #
-#   tools/gpu/device-check.sh [tests] [sanitizer] [bench] [prnu] [allpairs] [ahead] [nuclei] [registration] [timing]
-#   (default: all but allpairs, ahead and timing)
+#   tools/gpu/device-check.sh [tests] [sanitizer] [bench] [prnu] [allpairs] [ahead] [apgpu] [cvtree] [nuclei]
+#                             [registration] [timing]
+#   (default: all but allpairs, ahead, apgpu, cvtree and timing)
 #
 # FLOWD_DEVICE_BUDGET_S (default 420): a step that would start later than
 # this many seconds after the script began is skipped, and says so, so that
@@ -72,7 +73,9 @@ done
 # executable:filter (the GPU tests of test_nuclei_ops; everything of the others)
 # executable:filter (the GPU tests of test_nuclei_ops; everything of the others)
 gpu_tests=(test_gpu:* test_nuclei_gpu:* test_nuclei_features:* test_registration_gpu:* test_nuclei_ops:NucleiGpuOps.*
-           test_prnu_gpu:*)
+           test_prnu_gpu:* "test_prnu_workflows:PrnuWorkflows.AllPairsOnTheGpu*"
+           "test_allpairs:*Gpu*:AllPairsStage.*Simulated*" test_cvtree_gpu:*
+           "test_cvtree_workflows:CvtreeWorkflows.TheGpu*")
 
 # compute-sanitizer's memcheck over the twin tests runs in the background,
 # beside the plain tests (both only check results; nothing is timed yet).
@@ -80,7 +83,8 @@ if step sanitizer; then
   cs=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
   if [[ -z $cs ]]; then say "sanitizer: compute-sanitizer not found"; else
     for spec in "test_nuclei_gpu:-NucleiGpu.ReconstructU8" "test_registration_gpu:*" "test_nuclei_features:NucleiFeaturesGpu.*" \
-                "test_gpu:GaussianGpu.*:GpuCudaDevice.*:RegistrationVariantsGpu.*" "test_prnu_gpu:*"; do
+                "test_gpu:GaussianGpu.*:GpuCudaDevice.*:RegistrationVariantsGpu.*" "test_prnu_gpu:*" \
+                "test_prnu_workflows:PrnuWorkflows.AllPairsOnTheGpu*" "test_cvtree_gpu:*"; do
       t=${spec%%:*} filter=${spec#*:}
       ( ours timeout 120 "$cs" --tool memcheck --leak-check full --error-exitcode 9 "$bin/$t" --gtest_filter="$filter" \
           >"$logs/memcheck-$t.log" 2>&1
@@ -289,6 +293,87 @@ if step ahead; then
       ours timeout 90 "$bin/flowd" run workflows/prnu-allpairs.json --cpu 16 --no-progress --set "images=$photos" \
         --set load_ahead=$ahead --set output=/tmp/prnu-ahead-$ahead >"$logs/prnu-ahead-$ahead-$round.log" 2>&1
       say "prnu-allpairs load_ahead=$ahead round $round: rc=$? $(grep -o 'on 16 lanes, [0-9.]* s; R = [0-9.]*.*' "$logs/prnu-ahead-$ahead-$round.log")"
+    done
+  done
+fi
+# The PRNU all-pairs job with its GPU lane (prnu.compare's GPU variant, NFI
+# residuals) beside the CPU only, 300 generated photos, rounds interleaved
+# (FLOWD_APGPU_ROUNDS, default 2): 16 CPU lanes; 16 CPU lanes and the GPU;
+# one CPU lane and the GPU; the last with no loading ahead, so that the GPU
+# lane extracts the residuals it loads on cuFFT.
+if step apgpu; then
+  export FLOWD_CACHE_DIR=/tmp/dc-cache
+  photos='synthetic:prnu?cameras=30&flatfields=1&images=10&width=1024&height=768&seed=2&part=images'
+  for round in $(seq "${FLOWD_APGPU_ROUNDS:-2}"); do
+    for cfg in "cpu16:--cpu 16 --gpu none" "cpu16gpu:--cpu 16 --gpu 1" "cpu1gpu:--cpu 1 --gpu 1" \
+               "cpu1gpu-noahead:--cpu 1 --gpu 1 --set load_ahead=false"; do
+      name=${cfg%%:*} opts=${cfg#*:}
+      s=$(date +%s%N)
+      # shellcheck disable=SC2086
+      ours timeout 120 "$bin/flowd" run workflows/prnu-allpairs.json $opts --no-progress --set "images=$photos" \
+        --set method=nfi --set output=/tmp/prnu-apgpu-$name --trace "$logs/trace-apgpu-$name.json" \
+        >"$logs/prnu-apgpu-$name-$round.log" 2>&1
+      say "prnu-allpairs nfi $name round $round: rc=$? $(( ($(date +%s%N) - s) / 1000000 )) ms $(grep -o 'on [0-9]* lanes, [0-9.]* s; R = .*' "$logs/prnu-apgpu-$name-$round.log")"
+      python3 - "$logs/trace-apgpu-$name.json" <<'PY' 2>&1 | tee -a "$summary"
+import json, sys
+try:
+    ap = json.load(open(sys.argv[1]))["otherData"]["allpairs"][0]
+except Exception as e:
+    print("  (no all-pairs record:", e, ")"); sys.exit(0)
+lanes = sorted(ap["lanes"], key=lambda l: -l["pairs"])
+print("  lanes:", ", ".join(f'{l["name"]} {l["pairs"]}' for l in lanes[:4]), "...",
+      "device cache:", json.dumps(ap.get("device_cache")))
+PY
+    done
+  done
+  for name in cpu16gpu cpu1gpu cpu1gpu-noahead; do
+    python3 - /tmp/prnu-apgpu-cpu16/scores.csv "/tmp/prnu-apgpu-$name/scores.csv" "$name" <<'PY' 2>&1 | tee -a "$summary"
+import csv, sys
+def load(p):
+    return {(r["a"], r["b"]): (float(r["ncc"]), float(r["pce"])) for r in csv.DictReader(open(p))}
+a, b = load(sys.argv[1]), load(sys.argv[2])
+dn = max(abs(a[k][0] - b[k][0]) for k in a)
+dp = max(abs(a[k][1] - b[k][1]) / max(1.0, abs(a[k][1])) for k in a)
+print(f"  scores {sys.argv[3]} vs cpu16: {len(a)} pairs, same keys {set(a) == set(b)}, max |dNCC| {dn:.2e}, max rel dPCE {dp:.2e}")
+PY
+  done
+fi
+# CVTree: the core on one Xeon core and the merge-path cosine per pair on the
+# GPU (8 generated proteomes of ~1 M residues, k = 5, 6, 7), then
+# workflows/cvtree.json on 8 and on 60 generated proteomes (k = 5 and 6), CPU
+# lanes only beside CPU lanes and the GPU's, distances compared.
+if step cvtree; then
+  export FLOWD_CACHE_DIR=/tmp/dc-cache
+  # ~1 M residues a proteome (the generator's default), then ~3 M (9 000 proteins).
+  for proteins in 3000 9000; do
+    ours timeout 150 "$bin/flowd-bench-cvtree-speed" --proteins $proteins --k 5,6,7 --gpu >"$logs/cvtree-speed-$proteins.txt" 2>&1
+    say "cvtree speed ($proteins proteins): rc=$?"
+    tee -a "$summary" <"$logs/cvtree-speed-$proteins.txt"
+  done
+  for n in 8 60; do
+    for cfg in "cpu1:--cpu 1 --gpu none" "cpu16:--cpu 16 --gpu none" "cpu1gpu:--cpu 1 --gpu 1" "cpu16gpu:--cpu 16 --gpu 1"; do
+      name=${cfg%%:*} opts=${cfg#*:}
+      [[ $n == 60 && $name == cpu1 ]] && continue  # 1770 pairs on one core: minutes
+      s=$(date +%s%N)
+      # shellcheck disable=SC2086
+      ours timeout 150 "$bin/flowd" run workflows/cvtree.json $opts --no-progress \
+        --set "input=synthetic:cvtree?proteomes=$n&seed=1&part=proteomes" --set 'k=[5, 6]' \
+        --set output=/tmp/cvtree-$n-$name >"$logs/cvtree-$n-$name.log" 2>&1
+      say "cvtree n=$n $name: rc=$? $(( ($(date +%s%N) - s) / 1000000 )) ms $(grep -o 'on [0-9]* lanes, [0-9.]* s; R = [0-9.]*' "$logs/cvtree-$n-$name.log") $(grep -o 'GPU caches.*' "$logs/cvtree-$n-$name.log")"
+    done
+    for name in cpu16gpu cpu1gpu; do
+      python3 - "/tmp/cvtree-$n-cpu16" "/tmp/cvtree-$n-$name" "$n $name" <<'PY' 2>&1 | tee -a "$summary"
+import sys
+def load(d, k):
+    rows = open(f"{d}/distances_k{k}.phylip").read().split("\n")[1:]
+    return [[float(x) for x in r.split()[1:]] for r in rows if r.strip()]
+worst = 0.0
+for k in (5, 6):
+    a, b = load(sys.argv[1], k), load(sys.argv[2], k)
+    worst = max(worst, max(abs(x - y) for ra, rb in zip(a, b) for x, y in zip(ra, rb)))
+same = open(f"{sys.argv[1]}/tree_k5.nwk").read() == open(f"{sys.argv[2]}/tree_k5.nwk").read()
+print(f"  cvtree {sys.argv[3]} vs cpu16: max |dD| {worst:.2e}, same k=5 tree text {same}")
+PY
     done
   done
 fi

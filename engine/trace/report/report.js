@@ -625,8 +625,10 @@ if (Array.isArray(cfg.allpairs) && cfg.allpairs.length) {
   for (const a of cfg.allpairs) {
     const hc = a.host_cache || {};
     const pc = a.peer_cache || {};
+    const dc = a.device_cache || {};
     const head = el('tr', {}, ...['stage', 'operator', 'pairs', 'order', 'items', 'pairs computed', 'leaves', 'cache slots',
-      'R', 'loaded ahead', 'hit rate', 'evictions', 'nodes', 'peer cache hits', 'steals', 'time', 'T_min', 'efficiency']
+      'R', 'loaded ahead', 'hit rate', 'evictions', 'GPU caches', 'nodes', 'peer cache hits', 'steals', 'time', 'T_min',
+      'efficiency']
       .map((t, i) => el('th', { class: i < 4 ? 'l' : '', text: t })));
     const row = el('tr', { 'data-allpairs-load-ratio': String(a.load_ratio) },
       el('td', { class: 'l', text: fmtValue(a.stage) }), el('td', { class: 'l', text: fmtValue(a.operator) }),
@@ -634,6 +636,9 @@ if (Array.isArray(cfg.allpairs) && cfg.allpairs.length) {
       el('td', { text: fmtCount(a.items) }), el('td', { text: fmtCount(a.pairs) }), el('td', { text: fmtCount(a.leaves) }),
       el('td', { text: fmtCount(a.cache_slots) }), el('td', { text: Number(a.load_ratio).toFixed(2) }),
       el('td', { text: fmtCount(a.loaded_ahead || 0) }), el('td', { text: fmtPct(hc.hit_rate || 0) }), el('td', { text: fmtCount(hc.evictions || 0) }),
+      el('td', { 'data-allpairs-device-hit-rate': String(dc.hit_rate || 0),
+        text: dc.slots ? fmtPct(dc.hit_rate || 0) + ' hits (' + fmtCount(dc.loads || 0) + ' copies up, ' +
+          fmtCount(dc.evictions || 0) + ' evictions, ' + fmtCount(dc.slots) + ' slots)' : 'no GPU lanes' }),
       el('td', { text: a.nodes ? fmtCount(a.nodes) : 'this process' }),
       el('td', { text: a.nodes ? fmtCount(pc.hits || 0) + ' (' + fmtPct(pc.hit_rate || 0) + ' of misses; ' +
         fmtCount(pc.misses || 0) + ' asked in vain)' : '' }),

@@ -20,9 +20,11 @@ namespace flowd {
 // 4: sinks' staged output files (SinkContext::output_folder ... discard).
 // 5: the scan pattern (Scan, ScanContext, GpuScanContext,
 //    OperatorFactory::gpu_scan_variant).
+// 6: the all-pairs pattern's GPU variant (GpuAllPairsContext,
+//    OperatorFactory::gpu_allpairs_variant).
 // Not `inline`: each plugin reports its own, not the first loaded one's
 // (flowd/sdk_hash.hpp says why).
-constexpr std::uint32_t abi_version = 5;
+constexpr std::uint32_t abi_version = 6;
 
 inline std::string abi_fingerprint() {
   std::string s;

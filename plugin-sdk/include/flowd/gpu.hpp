@@ -31,6 +31,7 @@
 // casts to cudaStream_t.
 #include <concepts>
 #include <cstdint>
+#include <optional>
 #include <span>
 
 #include "flowd/operator.hpp"
@@ -107,6 +108,50 @@ public:
 template <class Op>
 concept HasGpuCombine = requires(const Op& op, GpuScanContext& ctx, const Item& item) {
   { op.combine_gpu(ctx, item, item) } -> std::same_as<Item>;
+};
+
+// What an all-pairs operator's GPU variant sees (compare_gpu, and
+// preprocess_gpu where it has one): the items it compares are in this
+// GPU's memory, uploaded once and kept in the GPU's cache of preprocessed
+// items; the item a GPU preprocess gets is on the host, as load() left it,
+// so that the operator uploads only what it needs (a crop, not the photo).
+class GpuAllPairsContext : public AllPairsContext {
+public:
+  virtual int gpu() const noexcept = 0;
+  virtual void* stream() const noexcept = 0;
+  virtual Array allocate(DType dtype, std::span<const std::int64_t> shape) = 0;
+  Array allocate(DType dtype, std::initializer_list<std::int64_t> shape) {
+    return allocate(dtype, std::span<const std::int64_t>(shape.begin(), shape.size()));
+  }
+  // A copy of a host array in this GPU's memory, complete when it returns.
+  virtual Array upload(const Array& host) = 0;
+};
+
+// The interface the engine calls an all-pairs GPU variant through;
+// registration implements it, as GpuVariant for maps.
+class GpuAllPairsVariant {
+public:
+  virtual ~GpuAllPairsVariant() = default;
+  // f on the GPU: a's and b's arrays are in this GPU's memory; the scores
+  // are on the host when it returns. Called on the GPU's lane only.
+  virtual void compare_gpu(GpuAllPairsContext& ctx, const Item& a, const Item& b, std::span<double> scores) const = 0;
+  // ℓ's second half on the GPU: `loaded` on the host; the result's arrays
+  // in this GPU's memory (allocate) or on the host. nullopt: the operator,
+  // as configured, preprocesses on the CPU only (the engine calls
+  // preprocess()), as every operator without preprocess_gpu does.
+  virtual std::optional<Item> preprocess_gpu(GpuAllPairsContext& ctx, const Item& loaded) const = 0;
+};
+
+// An all-pairs operator with a GPU variant declares
+// `void compare_gpu(GpuAllPairsContext&, const Item&, const Item&, std::span<double>) const`,
+// and may declare `std::optional<Item> preprocess_gpu(GpuAllPairsContext&, const Item&) const`.
+template <class Op>
+concept HasGpuCompare = requires(const Op& op, GpuAllPairsContext& ctx, const Item& item, std::span<double> s) {
+  { op.compare_gpu(ctx, item, item, s) } -> std::same_as<void>;
+};
+template <class Op>
+concept HasGpuPreprocess = requires(const Op& op, GpuAllPairsContext& ctx, const Item& item) {
+  { op.preprocess_gpu(ctx, item) } -> std::same_as<std::optional<Item>>;
 };
 
 }  // namespace flowd

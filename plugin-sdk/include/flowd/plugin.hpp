@@ -35,6 +35,8 @@ struct OperatorFactory {
   const GpuVariant* (*gpu_variant)(const Operator&) = nullptr;
   // The same for a scan operator's GPU combine.
   const GpuScanVariant* (*gpu_scan_variant)(const Operator&) = nullptr;
+  // The same for an all-pairs operator's GPU compare (and preprocess).
+  const GpuAllPairsVariant* (*gpu_allpairs_variant)(const Operator&) = nullptr;
 };
 
 struct PluginDescriptor {
@@ -88,6 +90,23 @@ public:
   }
 };
 
+// The same for an all-pairs operator's GPU compare and, where it has one,
+// its GPU preprocess.
+template <class Op>
+class WithGpuAllPairs final : public Op, public GpuAllPairsVariant {
+public:
+  using Op::Op;
+  void compare_gpu(GpuAllPairsContext& ctx, const Item& a, const Item& b, std::span<double> scores) const override {
+    Op::compare_gpu(ctx, a, b, scores);
+  }
+  std::optional<Item> preprocess_gpu(GpuAllPairsContext& ctx, const Item& loaded) const override {
+    if constexpr (HasGpuPreprocess<Op>)
+      return Op::preprocess_gpu(ctx, loaded);
+    else
+      return std::nullopt;
+  }
+};
+
 }  // namespace detail
 
 // The factory for one operator type: its spec with pattern and variants
@@ -99,7 +118,8 @@ template <OperatorType Op> OperatorFactory make_factory() {
   spec.pattern = pattern_of<Op>();
   spec.variants = {Device::cpu};
   OperatorFactory f{{}, [](const Params& p) -> std::unique_ptr<Operator> { return std::make_unique<Op>(p); }, nullptr};
-  static_assert(!std::derived_from<Op, GpuVariant> && !std::derived_from<Op, GpuScanVariant>,
+  static_assert(!std::derived_from<Op, GpuVariant> && !std::derived_from<Op, GpuScanVariant> &&
+                    !std::derived_from<Op, GpuAllPairsVariant>,
                 "an operator must not derive from flowd::GpuVariant: declare `void gpu(flowd::GpuContext&) const;` "
                 "(no override) and define it in a file compiled only with CUDA (flowd/gpu.hpp)");
   if constexpr (HasGpuVariant<Op>) {
@@ -123,6 +143,19 @@ template <OperatorType Op> OperatorFactory make_factory() {
       f.create = [](const Params& p) -> std::unique_ptr<Operator> { return std::make_unique<Built>(p); };
       f.gpu_scan_variant = [](const Operator& o) -> const GpuScanVariant* { return &static_cast<const Built&>(o); };
     }
+  } else if constexpr (HasGpuCompare<Op>) {
+    static_assert(std::derived_from<Op, AllPairs>, "compare_gpu is an all-pairs operator's GPU variant");
+    static_assert(!std::is_final_v<Op>,
+                  "an operator with a GPU variant must not be final: in a build with CUDA, "
+                  "registration derives from it to add the variant (flowd/gpu.hpp)");
+    if constexpr (gpu_variants_built) {
+      using Built = detail::WithGpuAllPairs<Op>;
+      spec.variants.push_back(Device::gpu);
+      f.create = [](const Params& p) -> std::unique_ptr<Operator> { return std::make_unique<Built>(p); };
+      f.gpu_allpairs_variant = [](const Operator& o) -> const GpuAllPairsVariant* {
+        return &static_cast<const Built&>(o);
+      };
+    }
   } else {
     static_assert(!requires { &Op::gpu; }, "the operator has a member gpu, but not `void gpu(flowd::GpuContext&) "
                                            "const` (public): it would have no GPU variant");
@@ -130,7 +163,13 @@ template <OperatorType Op> OperatorFactory make_factory() {
         !requires { &Op::combine_gpu; },
         "the operator has a member combine_gpu, but not `flowd::Item combine_gpu(flowd::GpuScanContext&, "
         "const flowd::Item&, const flowd::Item&) const` (public): it would have no GPU variant");
+    static_assert(!requires { &Op::compare_gpu; },
+                  "the operator has a member compare_gpu, but not `void compare_gpu(flowd::GpuAllPairsContext&, "
+                  "const flowd::Item&, const flowd::Item&, std::span<double>) const` (public): it would have no GPU "
+                  "variant");
   }
+  static_assert(HasGpuCompare<Op> || !requires { &Op::preprocess_gpu; },
+                "preprocess_gpu is part of an all-pairs operator's GPU variant: declare compare_gpu too");
   f.spec = std::move(spec);
   return f;
 }

@@ -2,7 +2,6 @@
 
 #include "core/compare.hpp"
 #include "core/geometry.hpp"
-#include "ops/images.hpp"
 
 namespace flowd::prnu {
 
@@ -40,21 +39,26 @@ Item Compare::load(AllPairsContext&, const Item& in) const {
   return out;
 }
 
-Item Compare::preprocess(AllPairsContext&, Item loaded) const {
+std::string Compare::what_of(const Item& loaded) const {
+  return loaded.meta.attrs.contains("prnu_file") ? "'" + loaded.meta.attrs["prnu_file"].get<std::string>() + "'"
+                                                  : "item '" + loaded.meta.key + "'";
+}
+
+std::optional<Framed> Compare::framed_photo(const Item& loaded) const {
   const Array& a = loaded.array();
-  const std::string what = loaded.meta.attrs.contains("prnu_file")
-                               ? "'" + loaded.meta.attrs["prnu_file"].get<std::string>() + "'"
-                               : "item '" + loaded.meta.key + "'";
-  if (a.dtype() == DType::f32 && a.ndim() == 2) {  // a pattern: only framed
-    Image p = pattern_of(loaded);
-    if (crop_ > 0 && (p.width != crop_ || p.height != crop_)) {
-      Framed f = frame(std::move(p), crop_, what);
-      return pattern_item(loaded.meta, f.image, f.turned || turned_of(loaded));
-    }
-    return loaded;
+  if (a.dtype() == DType::f32 && a.ndim() == 2) return std::nullopt;  // a pattern
+  return frame(image_of_array(a, loaded.meta.key), crop_, what_of(loaded));
+}
+
+Item Compare::preprocess(AllPairsContext&, Item loaded) const {
+  if (auto f = framed_photo(loaded)) return pattern_item(loaded.meta, residual(method_, f->image, plans_), f->turned);
+  // A pattern: only framed.
+  Image p = pattern_of(loaded);
+  if (crop_ > 0 && (p.width != crop_ || p.height != crop_)) {
+    Framed f = frame(std::move(p), crop_, what_of(loaded));
+    return pattern_item(loaded.meta, f.image, f.turned || turned_of(loaded));
   }
-  Framed f = frame(image_of_array(a, loaded.meta.key), crop_, what);
-  return pattern_item(loaded.meta, residual(method_, f.image, plans_), f.turned);
+  return loaded;
 }
 
 void Compare::compare(AllPairsContext&, const Item& a, const Item& b, std::span<double> out) const {

@@ -348,6 +348,14 @@ __global__ void k_minus_mean(const float* a, std::size_t n, const double* sum, f
 }
 
 // fa = fa * conj(fb) / N.
+// rotate_ccw applied twice (../geometry.cpp): element (x, y) of the result
+// is (w-1-x, h-1-y) of the input, i.e. the samples in reverse order.
+__global__ void k_rotate_180(const float* in, std::size_t n, float* out) {
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
+    out[i] = in[n - 1 - i];
+}
+
 __global__ void k_cross_spectrum(float2* fa, const float2* fb, std::size_t n, float inv_n) {
   const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
   if (i >= n) return;
@@ -667,6 +675,15 @@ Pce pce(const float* cc, int w, int h, int neighbourhood, int search_radius, Gpu
   r.energy = energy / static_cast<double>(outside);
   if (r.energy > 0.0) r.pce = (r.peak >= 0 ? 1.0 : -1.0) * r.peak * r.peak / r.energy;
   return r;
+}
+
+void rotate_180(const float* in, int w, int h, float* out, GpuPlans& plans, cudaStream_t stream) {
+  if (w < 1 || h < 1)
+    throw std::invalid_argument("prnu gpu rotate_180: size " + std::to_string(w) + "x" + std::to_string(h));
+  flowd::cuda::DeviceScope scope(plans.impl().device, kWho);
+  const std::size_t n = static_cast<std::size_t>(w) * h;
+  k_rotate_180<<<blocks_for(n), kThreads, 0, stream>>>(in, n, out);
+  check_launch("rotate_180");
 }
 
 }  // namespace flowd::prnu::gpu

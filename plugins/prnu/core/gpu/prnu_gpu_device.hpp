@@ -94,4 +94,8 @@ struct Pce {
 Pce pce(const float* cc, int width, int height, int neighbourhood, int search_radius, GpuPlans& plans,
         cudaStream_t stream);
 
+// A width x height pattern turned by half a turn (rotate_ccw twice,
+// ../geometry.hpp) into out. Nothing is waited for.
+void rotate_180(const float* in, int width, int height, float* out, GpuPlans& plans, cudaStream_t stream);
+
 }  // namespace flowd::prnu::gpu
