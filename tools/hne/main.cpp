@@ -4,8 +4,8 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <iostream>
 #include <limits>
+#include <optional>
 #include <string>
 #include <system_error>
 #include <unistd.h>
@@ -16,18 +16,16 @@
 
 #include "hne/conditions.hpp"
 #include "hne/generate.hpp"
+#include "synth/cli.hpp"
 
 namespace fs = std::filesystem;
 namespace po = boost::program_options;
+namespace cli = flowd::synth::cli;
 
 namespace {
 
-constexpr int exit_usage = 1;
-constexpr int exit_failed = 2;
-
-struct Failure : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
+// A bad command line is followed by the whole option list.
+constexpr cli::Tool tool{"flowd-hne-synth", {.usage = 1, .failed = 2}, cli::UsageHint::options};
 
 void parse_size(const std::string& text, flowd::hne::Params& p) {
   const auto x = text.find('x');
@@ -54,17 +52,17 @@ void write_atomically(const fs::path& target, const cv::Mat& img) {
   } catch (const cv::Exception& e) {
     std::error_code ec;
     fs::remove(tmp, ec);
-    throw Failure("cannot write '" + target.string() + "': " + e.what());
+    throw cli::Failure("cannot write '" + target.string() + "': " + e.what());
   }
   std::error_code ec;
   if (!ok) {
     fs::remove(tmp, ec);
-    throw Failure("cannot write '" + target.string() + "'");
+    throw cli::Failure("cannot write '" + target.string() + "'");
   }
   fs::rename(tmp, target, ec);
   if (ec) {
     fs::remove(tmp, ec);
-    throw Failure("cannot rename into '" + target.string() + "': " + ec.message());
+    throw cli::Failure("cannot rename into '" + target.string() + "': " + ec.message());
   }
 }
 
@@ -125,38 +123,30 @@ int main(int argc, char** argv) {
   for (const RealOption& o : real_options)
     opts.add_options()(o.name, po::value<double>()->default_value(defaults.*o.field, shortest(defaults.*o.field)),
                        o.help);
-  try {
-    po::variables_map vm;
-    po::store(po::command_line_parser(argc, argv).options(opts).run(), vm);
-    po::notify(vm);
-    if (vm.count("help")) {
-      std::cout << opts << "\n";
-      return 0;
-    }
-    if (condition == "list") {
-      list_conditions();
-      return 0;
-    }
-    if (!condition.empty()) flowd::hne::apply_condition(condition, p);
-    for (const RealOption& o : real_options)
-      if (!vm[o.name].defaulted()) p.*o.field = vm[o.name].as<double>();
-    if (!vm["jpeg"].defaulted()) p.jpeg = vm["jpeg"].as<int>();
-    if (!tissue.empty()) p.tissue = flowd::hne::tissue_from_name(tissue);
-    if (out.empty()) throw po::error("--out is required");
-    if (count < 1 || count > std::numeric_limits<int>::max()) throw po::error("--count must be at least 1");
-    parse_size(size, p);
-    flowd::hne::validate(p);
-  } catch (const std::exception& e) {
-    std::cerr << "flowd-hne-synth: " << e.what() << "\n" << opts << "\n";
-    return exit_usage;
-  }
+  if (const auto done = tool.parse(argc, argv, opts, [&](const po::variables_map& vm) -> std::optional<int> {
+        if (condition == "list") {
+          list_conditions();
+          return 0;
+        }
+        if (!condition.empty()) flowd::hne::apply_condition(condition, p);
+        for (const RealOption& o : real_options)
+          if (!vm[o.name].defaulted()) p.*o.field = vm[o.name].as<double>();
+        if (!vm["jpeg"].defaulted()) p.jpeg = vm["jpeg"].as<int>();
+        if (!tissue.empty()) p.tissue = flowd::hne::tissue_from_name(tissue);
+        cli::require_out(out);
+        if (count < 1 || count > std::numeric_limits<int>::max()) throw po::error("--count must be at least 1");
+        parse_size(size, p);
+        flowd::hne::validate(p);
+        return std::nullopt;
+      }))
+    return *done;
 
-  try {
+  return tool.write([&] {
     const fs::path images = fs::path(out) / "images", truth = fs::path(out) / "truth";
     std::error_code ec;
     for (const auto& dir : {images, truth}) {
       fs::create_directories(dir, ec);
-      if (ec) throw Failure("cannot create '" + dir.string() + "': " + ec.message());
+      if (ec) throw cli::Failure("cannot create '" + dir.string() + "': " + ec.message());
     }
     for (long long i = 0; i < count; ++i) {
       const auto t0 = std::chrono::steady_clock::now();
@@ -166,8 +156,8 @@ int main(int argc, char** argv) {
       const std::string name = "hne-" + std::to_string(i) + ".png";
       // The truth is 16-bit PNG: refuse rather than wrap labels around.
       if (max_label > 65535)
-        throw Failure(name + " has " + std::to_string(static_cast<long long>(max_label)) +
-                      " nuclei, more than a 16-bit label image holds (65535); use a smaller --size or --density");
+        throw cli::Failure(name + " has " + std::to_string(static_cast<long long>(max_label)) +
+                           " nuclei, more than a 16-bit label image holds (65535); use a smaller --size or --density");
       cv::Mat bgr, labels16;
       cv::cvtColor(sample.rgb, bgr, cv::COLOR_RGB2BGR);
       sample.labels.convertTo(labels16, CV_16U);
@@ -178,9 +168,5 @@ int main(int argc, char** argv) {
                   static_cast<long long>(max_label), s);
       std::fflush(stdout);
     }
-  } catch (const std::exception& e) {
-    std::cerr << "flowd-hne-synth: " << e.what() << "\n";
-    return exit_failed;
-  }
-  return 0;
+  });
 }

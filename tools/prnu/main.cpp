@@ -3,79 +3,28 @@
 // (docs/tools.md, "flowd-prnu-synth").
 #include <algorithm>
 #include <chrono>
-#include <csignal>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <sstream>
 #include <string>
 #include <system_error>
-#include <unistd.h>
 
 #include <boost/program_options.hpp>
 #include <nlohmann/json.hpp>
 #include <opencv2/imgcodecs.hpp>
 
 #include "prnu/generate.hpp"
+#include "synth/cli.hpp"
 
 namespace fs = std::filesystem;
 namespace po = boost::program_options;
 namespace prnu = flowd::prnu;
+namespace cli = flowd::synth::cli;
 
 namespace {
 
-constexpr int exit_usage = 1;
-constexpr int exit_failed = 2;
-constexpr int exit_interrupted = 130;
-
-struct Failure : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-volatile std::sig_atomic_t interrupted = 0;
-extern "C" void on_signal(int) { interrupted = 1; }
-
-// The data set is written into a hidden sibling folder that is renamed into
-// place at the end, so OUT appears complete or not at all; any way out of
-// main before that (error, interruption) removes the partial folder.
-class Staging {
-public:
-  explicit Staging(const fs::path& out)
-      : out_(out), dir_(out.parent_path() / ("." + out.filename().string() + ".partial-" + std::to_string(::getpid()))) {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-    fs::create_directories(dir_ / "flatfields", ec);
-    if (!ec) fs::create_directories(dir_ / "images", ec);
-    if (ec) throw Failure("cannot create '" + dir_.string() + "': " + ec.message());
-  }
-  Staging(const Staging&) = delete;
-  Staging& operator=(const Staging&) = delete;
-  ~Staging() {
-    if (committed_) return;
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-  const fs::path& dir() const { return dir_; }
-  void commit() {
-    std::error_code ec;
-    if (fs::exists(out_)) fs::remove(out_, ec);  // an empty folder (checked before) gives way
-    if (!ec) fs::rename(dir_, out_, ec);
-    if (ec) throw Failure("cannot rename '" + dir_.string() + "' to '" + out_.string() + "': " + ec.message());
-    committed_ = true;
-  }
-
-private:
-  fs::path out_, dir_;
-  bool committed_ = false;
-};
-
-void write_bytes(const fs::path& target, const std::vector<std::uint8_t>& bytes) {
-  std::ofstream f(target, std::ios::binary);
-  f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-  f.flush();
-  if (!f) throw Failure("cannot write '" + target.string() + "'");
-}
+constexpr cli::Tool tool{"flowd-prnu-synth", {.usage = 1, .failed = 2}};
 
 std::vector<int> parse_qualities(const std::string& text) {
   std::vector<int> out;
@@ -174,35 +123,27 @@ int main(int argc, char** argv) {
       "RMS of the pattern all cameras of a model share (0: none)")(
       "scenes", po::value(&scenes), "folder of photographs to use as the query images' scenes instead of synthetic ones");
   std::vector<fs::path> photos;
-  try {
-    po::variables_map vm;
-    po::store(po::parse_command_line(argc, argv, opts), vm);
-    po::notify(vm);
-    if (vm.count("help")) {
-      std::cout << opts << '\n';
-      return 0;
-    }
-    if (out.empty()) throw po::error("--out is required");
-    p.qualities = parse_qualities(qualities);
-    prnu::validate(p);
-    std::error_code ec;
-    if (fs::exists(out, ec)) {
-      if (!fs::is_directory(out, ec)) throw po::error("--out: '" + out + "' exists and is not a folder");
-      if (!fs::is_empty(out, ec)) throw po::error("--out: '" + out + "' exists and is not empty");
-    }
-    if (!scenes.empty()) photos = scene_files(scenes);
-  } catch (const std::exception& e) {
-    std::cerr << "flowd-prnu-synth: " << e.what() << "\n(see --help)\n";
-    return exit_usage;
-  }
+  if (const auto done = tool.parse(argc, argv, opts, [&](const po::variables_map&) {
+        cli::require_out(out);
+        p.qualities = parse_qualities(qualities);
+        prnu::validate(p);
+        std::error_code ec;
+        if (fs::exists(out, ec)) {
+          if (!fs::is_directory(out, ec)) throw po::error("--out: '" + out + "' exists and is not a folder");
+          if (!fs::is_empty(out, ec)) throw po::error("--out: '" + out + "' exists and is not empty");
+        }
+        if (!scenes.empty()) photos = scene_files(scenes);
+      }))
+    return *done;
 
-  std::signal(SIGINT, on_signal);
-  std::signal(SIGTERM, on_signal);
-  const auto start = std::chrono::steady_clock::now();
-  try {
+  cli::watch_interruptions();
+  return tool.write([&] {
+    const auto start = std::chrono::steady_clock::now();
     const fs::path target = fs::absolute(fs::path(out)).lexically_normal();
     const fs::path clean = target.filename().empty() ? target.parent_path() : target;
-    Staging staging(clean);
+    // Written into a hidden sibling renamed to OUT at the end, so OUT
+    // appears complete or not at all.
+    cli::Staging staging(clean.parent_path() / cli::partial_name(clean.filename().string()), {"flatfields", "images"});
     nlohmann::ordered_json truth, models = nlohmann::ordered_json::array(), cameras = nlohmann::ordered_json::array(),
                                   files = nlohmann::ordered_json::array();
     truth["generator"] = "flowd-prnu-synth";
@@ -233,19 +174,19 @@ int main(int argc, char** argv) {
                          {"full_well", cam.full_well},
                          {"read_noise", cam.read_noise}});
       for (const prnu::Item& item : prnu::plan(p, index)) {
-        if (interrupted) throw Failure("interrupted; nothing written");
+        cli::throw_if_interrupted();
         const prnu::Shot& s = item.shot;
         cv::Mat irradiance;
         std::string scene = item.flatfield ? "flat" : "synthetic";
         if (!item.flatfield && !photos.empty()) {
           const fs::path& photo = photos[prnu::photo_index(p, item, photos.size())];
           const cv::Mat bgr = cv::imread(photo.string(), cv::IMREAD_COLOR);
-          if (bgr.empty()) throw Failure("cannot read '" + photo.string() + "'");
+          if (bgr.empty()) throw cli::Failure("cannot read '" + photo.string() + "'");
           irradiance = prnu::scene_from_photo(bgr, prnu::scene_size(cam, s), s.seed);
           scene = "photo:" + fs::relative(photo, scenes).string();
         }
         const auto bytes = prnu::shoot(cam, s, irradiance);
-        write_bytes(staging.dir() / item.file, bytes);
+        cli::write_file(staging.dir() / item.file, bytes);
         const cv::Size file_size = s.crop.empty() ? prnu::scene_size(cam, s) : s.crop.size();
         nlohmann::ordered_json f = {{"file", item.file},
                                     {"camera", cam.name},
@@ -267,19 +208,10 @@ int main(int argc, char** argv) {
     truth["models"] = models;
     truth["cameras"] = cameras;
     truth["files"] = files;
-    {
-      std::ofstream t(staging.dir() / "truth.json");
-      t << truth.dump(2) << '\n';
-      t.flush();
-      if (!t) throw Failure("cannot write '" + (staging.dir() / "truth.json").string() + "'");
-    }
-    staging.commit();
+    cli::write_file(staging.dir() / "truth.json", truth.dump(2) + '\n');
+    staging.rename_to(clean);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     std::fprintf(stderr, "flowd-prnu-synth: %zu files of %d cameras in %s (%.1f s)\n", files.size(),
                  p.cameras * p.models, out.c_str(), seconds);
-  } catch (const std::exception& e) {
-    std::cerr << "flowd-prnu-synth: " << e.what() << '\n';
-    return interrupted ? exit_interrupted : exit_failed;
-  }
-  return 0;
+  });
 }

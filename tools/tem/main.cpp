@@ -3,7 +3,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <iostream>
 #include <string>
 #include <system_error>
 #include <unistd.h>
@@ -11,19 +10,16 @@
 #include <boost/program_options.hpp>
 #include <opencv2/imgcodecs.hpp>
 
+#include "synth/cli.hpp"
 #include "tem/generate.hpp"
 
 namespace fs = std::filesystem;
 namespace po = boost::program_options;
+namespace cli = flowd::synth::cli;
 
 namespace {
 
-constexpr int exit_usage = 1;
-constexpr int exit_failed = 2;
-
-struct Failure : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
+constexpr cli::Tool tool{"flowd-tem-synth", {.usage = 1, .failed = 2}};
 
 // The temporary keeps the extension (OpenCV picks the format from it); the
 // rename makes a file appear complete or not at all.
@@ -36,13 +32,13 @@ void write_image(const fs::path& target, const cv::Mat& img) {
   } catch (const cv::Exception& e) {
     std::error_code ec;
     fs::remove(tmp, ec);
-    throw Failure("cannot write '" + target.string() + "': " + e.what());
+    throw cli::Failure("cannot write '" + target.string() + "': " + e.what());
   }
   std::error_code ec;
   if (ok) fs::rename(tmp, target, ec);
   if (!ok || ec) {
     fs::remove(tmp, ec);
-    throw Failure("cannot write '" + target.string() + "'" + (ec ? ": " + ec.message() : std::string()));
+    throw cli::Failure("cannot write '" + target.string() + "'" + (ec ? ": " + ec.message() : std::string()));
   }
 }
 
@@ -55,14 +51,14 @@ void write_text(const fs::path& target, const std::string& text) {
     if (!f) {
       std::error_code ec;
       fs::remove(tmp, ec);
-      throw Failure("cannot write '" + target.string() + "'");
+      throw cli::Failure("cannot write '" + target.string() + "'");
     }
   }
   std::error_code ec;
   fs::rename(tmp, target, ec);
   if (ec) {
     fs::remove(tmp, ec);
-    throw Failure("cannot rename into '" + target.string() + "': " + ec.message());
+    throw cli::Failure("cannot rename into '" + target.string() + "': " + ec.message());
   }
 }
 
@@ -101,29 +97,21 @@ int main(int argc, char** argv) {
       "fixed-background", po::value(&p.fixed_background)->default_value(p.fixed_background),
       "detector-fixed gradient, relative")("jitter", po::value(&p.jitter)->default_value(p.jitter),
                                            "scan-line jitter, pixels RMS (0: rigid frames)");
-  try {
-    po::variables_map vm;
-    po::store(po::parse_command_line(argc, argv, opts), vm);
-    po::notify(vm);
-    if (vm.count("help")) {
-      std::cout << opts << '\n';
-      return 0;
-    }
-    if (out.empty()) throw po::error("--out is required");
-    if (vm.count("size")) {
-      if (!vm["width"].defaulted() || !vm["height"].defaulted()) throw po::error("give --size or --width/--height");
-      p.width = p.height = size;
-    }
-    if (format != "u16" && format != "f32") throw po::error("--format must be u16 or f32, got '" + format + "'");
-    flowd::tem::validate(p);
-  } catch (const std::exception& e) {
-    std::cerr << "flowd-tem-synth: " << e.what() << "\n(see --help)\n";
-    return exit_usage;
-  }
-  try {
+  if (const auto done = tool.parse(argc, argv, opts, [&](const po::variables_map& vm) {
+        cli::require_out(out);
+        if (vm.count("size")) {
+          if (!vm["width"].defaulted() || !vm["height"].defaulted()) throw po::error("give --size or --width/--height");
+          p.width = p.height = size;
+        }
+        if (format != "u16" && format != "f32") throw po::error("--format must be u16 or f32, got '" + format + "'");
+        flowd::tem::validate(p);
+      }))
+    return *done;
+
+  return tool.write([&] {
     std::error_code ec;
     fs::create_directories(out, ec);
-    if (ec) throw Failure("cannot create '" + out + "': " + ec.message());
+    if (ec) throw cli::Failure("cannot create '" + out + "': " + ec.message());
     const auto motions = flowd::tem::truth(p);
     for (int k = 0; k < p.frames; ++k) {
       cv::Mat frame = flowd::tem::generate(p, k);
@@ -145,9 +133,5 @@ int main(int argc, char** argv) {
                    ", \"rotation\": " + number(p.rotation) + ", \"dose\": " + number(p.dose) + ", \"background\": " +
                    number(p.background) + ", \"fixed_background\": " + number(p.fixed_background) +
                    ", \"jitter\": " + number(p.jitter) + ", \"format\": \"" + format + "\"}\n");
-  } catch (const std::exception& e) {
-    std::cerr << "flowd-tem-synth: " << e.what() << '\n';
-    return exit_failed;
-  }
-  return 0;
+  });
 }
