@@ -17,6 +17,7 @@ packages=(
   nlohmann-json3-dev
   libhdf5-dev hdf5-tools
   libfftw3-dev
+  zlib1g-dev                                                          # gzipped proteomes (plugins/cvtree)
   libgtest-dev libgmock-dev
 )
 for arg in "$@"; do

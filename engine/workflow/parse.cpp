@@ -1,4 +1,5 @@
 // Reading a workflow document: syntax, structure, variables and overrides.
+#include <algorithm>
 #include <set>
 
 #include "util/fs.hpp"
@@ -144,8 +145,12 @@ Workflow parse_workflow(std::string_view text, const std::string& display, const
     } else {
       for (const auto& [k, v] : doc["vars"].items()) {
         if (!identifier(k)) d.add(pointer({"vars", k}), "variable names are letters, digits, '_' and '-'");
-        if (!(v.is_string() || v.is_number() || v.is_boolean()))
-          d.add(pointer({"vars", k}), "expected a string, number or boolean, got " + type_name(v));
+        // A list (cvtree's k: [5, 6, 7]) is a whole value, never part of a
+        // string; its elements are taken as written.
+        auto scalar = [](const auto& x) { return x.is_string() || x.is_number() || x.is_boolean(); };
+        const bool list = v.is_array() && std::all_of(v.begin(), v.end(), scalar);
+        if (!(scalar(v) || list))
+          d.add(pointer({"vars", k}), "expected a string, number, boolean or a list of them, got " + type_name(v));
       }
       vars = doc["vars"];
     }

@@ -85,8 +85,9 @@ Json Substituter::var(const std::string& name, const Where& at) {
     return Json();
   }
   const OrderedJson& raw = *found->second;
-  // Only scalars are variables (the parser reports any other value); taken
-  // as written, so no variable nests another's structure inside its own.
+  // Scalars are substituted; a list (the parser allows lists of scalars)
+  // is taken as written, so no variable nests another's structure inside
+  // its own.
   if (!scalar(raw)) return Json::parse(raw.dump());
   if (active_.count(name)) {
     d_.add(pointer({"vars", name}), "variable '" + name + "' refers to itself through ${...}");
@@ -144,6 +145,12 @@ Json Substituter::value(const OrderedJson& v, const Where& at) {
         return s;
       }
       const Json x = var(s.substr(i + 2, close - i - 2), at);
+      if (x.is_array()) {
+        d_.add(at.str(), "variable '" + s.substr(i + 2, close - i - 2) +
+                             "' is a list: it can only be a whole value (\"${" + s.substr(i + 2, close - i - 2) +
+                             "}\"), not part of \"" + s + "\"");
+        return s;  // reported once, here: no follow-on error about the value's type
+      }
       const std::string piece = x.is_string() ? x.get<std::string>() : (x.is_null() ? "" : x.dump());
       if (!spend(piece.size(), at)) return Json();
       out += piece;

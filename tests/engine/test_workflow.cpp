@@ -105,6 +105,17 @@ TEST(Workflow, VariablesSubstituteTypedEmbeddedAndEscaped) {
   EXPECT_EQ(g.workflow.vars.at("name"), "out/run");
 }
 
+// A list variable (cvtree's k) is a whole value; inside a string it is an
+// error at the string's pointer, and lists of lists are refused.
+TEST(Workflow, ListVariablesAreWholeValuesOnly) {
+  const auto ds = problems(R"({
+    "version": 1, "vars": {"ks": [5, 6], "deep": [5, [6]]},
+    "stages": {"src": {"op": "test.count", "params": {"prefix": "k${ks}"}}}
+  })");
+  EXPECT_TRUE(reports(ds, "/stages/src/params/prefix", "variable 'ks' is a list: it can only be a whole value"));
+  EXPECT_TRUE(reports(ds, "/vars/deep", "expected a string, number, boolean or a list of them, got an array"));
+}
+
 TEST(Workflow, UndefinedAndCyclicVariables) {
   const auto ds = problems(R"({
     "version": 1, "vars": {"a": "${b}", "b": "${a}", "dir": "x"},

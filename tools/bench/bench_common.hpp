@@ -9,7 +9,10 @@
 #endif
 
 #include <chrono>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <system_error>
 #include <thread>
@@ -19,6 +22,24 @@
 namespace flowd::bench {
 
 using Clock = std::chrono::steady_clock;
+
+// kB of a /proc/self/status field (VmRSS, VmHWM); -1 if absent.
+inline long status_kib(const char* field) {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  const std::size_t n = std::strlen(field);
+  while (std::getline(in, line))
+    if (line.compare(0, n, field) == 0 && line.size() > n && line[n] == ':')
+      return std::strtol(line.c_str() + n + 1, nullptr, 10);
+  return -1;
+}
+
+// Makes VmHWM the current RSS (Linux >= 4.0); false where not allowed.
+inline bool reset_peak() {
+  std::ofstream out("/proc/self/clear_refs");
+  out << "5";
+  return static_cast<bool>(out.flush());
+}
 
 inline double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 

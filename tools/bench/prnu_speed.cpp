@@ -52,29 +52,13 @@ namespace {
 
 using flowd::bench::Clock;
 using flowd::bench::median;
+using flowd::bench::reset_peak;
+using flowd::bench::status_kib;
 using flowd::bench::seconds_since;
 namespace prnu = flowd::prnu;
 
 constexpr int kWidth = 3648;
 constexpr int kHeight = 2736;
-
-// kB of a /proc/self/status field (VmRSS, VmHWM); -1 if absent.
-long status_kib(const char* field) {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  const std::size_t n = std::strlen(field);
-  while (std::getline(in, line))
-    if (line.compare(0, n, field) == 0 && line.size() > n && line[n] == ':')
-      return std::strtol(line.c_str() + n + 1, nullptr, 10);
-  return -1;
-}
-
-// Makes VmHWM the current RSS (Linux >= 4.0); false where not allowed.
-bool reset_peak() {
-  std::ofstream out("/proc/self/clear_refs");
-  out << "5";
-  return static_cast<bool>(out.flush());
-}
 
 // A smooth scene with edges, times (1 + K), plus read noise, 8-bit values.
 prnu::Image photograph() {

@@ -1,0 +1,61 @@
+#include "ops/compare.hpp"
+
+#include <stdexcept>
+
+#include "ops/vectors.hpp"
+#include "vector.hpp"
+
+namespace flowd::cvtree {
+
+OperatorSpec Compare::spec() {
+  return {.name = "cvtree.compare",
+          .doc = "CVTree distances of all pairs of proteomes: composition vectors built once per proteome and k, "
+                 "cached; D = (1 - cosine) / 2 (docs/plugins/cvtree.md)",
+          .inputs = {{"a", "any", "proteome files ({\"path\"}, io.list_files) or cvtree.vector items"},
+                     {"b", "any", "a second set (every pair a x b); unconnected: the pairs of the first set", true}},
+          .outputs = {{"scores", "table", "a, b, then cosine_k<k> and distance_k<k> for each k"}},
+          .params = {k_spec()}};
+}
+
+Compare::Compare(const Params& p) : ks_(k_param(p)) {}
+
+std::vector<std::string> Compare::scores() const { return score_names(ks_); }
+
+Item Compare::load(AllPairsContext&, const Item& in) const {
+  if (!std::holds_alternative<Json>(in.value)) return in;  // vectors already
+  const auto file = file_of(in);
+  Item out;
+  try {
+    out = proteome_item(in.meta, read_proteome(file));
+  } catch (const std::invalid_argument& e) {
+    throw Error(e.what());
+  }
+  out.meta.attrs["cvtree_file"] = file.string();
+  return out;
+}
+
+Item Compare::preprocess(AllPairsContext&, Item loaded) const {
+  if (loaded.array().dtype() == DType::f64) {
+    (void)vectors_view(loaded, ks_);  // checked: built for these k
+    return loaded;
+  }
+  const std::string what = loaded.meta.attrs.contains("cvtree_file")
+                               ? "'" + loaded.meta.attrs["cvtree_file"].get<std::string>() + "'"
+                               : "item '" + loaded.meta.key + "'";
+  return vectors_item(loaded.meta, proteome_of(loaded), ks_, what);
+}
+
+void Compare::compare(AllPairsContext&, const Item& a, const Item& b, std::span<double> out) const {
+  const VectorsView va = vectors_view(a, ks_), vb = vectors_view(b, ks_);
+  const auto xa = a.array().values<double>(), xb = b.array().values<double>();
+  for (std::size_t t = 0; t < ks_.size(); ++t) {
+    const auto ia = static_cast<std::size_t>(va.offsets[t]), na = static_cast<std::size_t>(va.offsets[t + 1]) - ia;
+    const auto ib = static_cast<std::size_t>(vb.offsets[t]), nb = static_cast<std::size_t>(vb.offsets[t + 1]) - ib;
+    const double c = cosine(xa.subspan(ia, na), xa.subspan(static_cast<std::size_t>(va.total) + ia, na),
+                            xb.subspan(ib, nb), xb.subspan(static_cast<std::size_t>(vb.total) + ib, nb));
+    out[2 * t] = c;
+    out[2 * t + 1] = (1.0 - c) / 2.0;
+  }
+}
+
+}  // namespace flowd::cvtree

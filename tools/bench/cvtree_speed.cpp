@@ -1,0 +1,174 @@
+// flowd-bench-cvtree-speed: the CVTree core (plugins/cvtree/core) on one
+// thread, on proteomes generated along a random tree (tools/cvtree), the
+// work CVTree does for a matrix: parse every proteome, build its vector,
+// compare every pair.
+//
+//   flowd-bench-cvtree-speed [--proteomes N] [--proteins P] [--length L] [--seed S]
+//                            [--k 5,6,7] [--repeat R] [--gpu]
+//
+// Per k: the median time to parse a proteome, to build its vector, and to
+// compare a pair (all C(N,2) pairs, R rounds, default 1), the mean entries
+// of a vector, the whole job on one thread (parse + build every vector +
+// every pair once), and the peak resident memory while the k's vectors are
+// held (VmHWM, the peak reset before the k). --gpu (a CUDA build,
+// flowd_cvtree_gpu; exit 2 without a GPU): the vectors uploaded once, then
+// the median time of the merge-path cosine per pair (from the host:
+// launches, the wait and the 8-byte result included) and its largest
+// difference from the CPU's. Lines "k<k>_<what> <value>" are for scripts.
+// Exit 1 on a bad argument.
+//
+// Built by tools/bench/CMakeLists.txt (flowd-bench-cvtree-speed).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "bench_common.hpp"
+#include "cvtree/generate.hpp"
+#include "proteome.hpp"
+#include "vector.hpp"
+
+#if defined(FLOWD_HAVE_CUDA) && FLOWD_HAVE_CUDA
+#include "cvtree_gpu.hpp"
+#endif
+
+namespace {
+
+using flowd::bench::Clock;
+using flowd::bench::median;
+using flowd::bench::reset_peak;
+using flowd::bench::seconds_since;
+using flowd::bench::status_kib;
+namespace cvt = flowd::cvtree;
+
+int usage() {
+  std::fprintf(stderr,
+               "usage: flowd-bench-cvtree-speed [--proteomes N] [--proteins P] [--length L] [--seed S] [--k 5,6,7] "
+               "[--repeat R] [--gpu]\n");
+  return 1;
+}
+
+struct Keyed {
+  std::vector<double> keys, values;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  cvt::synth::Params p;
+  std::vector<int> ks = {5, 6, 7};
+  int repeat = 1;
+  bool gpu = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
+    if (arg == "--proteomes") p.proteomes = std::atoi(next().c_str());
+    else if (arg == "--proteins") p.proteins = std::atoi(next().c_str());
+    else if (arg == "--length") p.mean_length = std::atoi(next().c_str());
+    else if (arg == "--seed") p.seed = std::strtoull(next().c_str(), nullptr, 10);
+    else if (arg == "--repeat") repeat = std::atoi(next().c_str());
+    else if (arg == "--gpu") gpu = true;
+    else if (arg == "--k") {
+      ks.clear();
+      std::stringstream ss(next());
+      for (std::string k; std::getline(ss, k, ',');) ks.push_back(std::atoi(k.c_str()));
+    } else
+      return usage();
+  }
+  if (repeat < 1 || ks.empty()) return usage();
+  try {
+    cvt::synth::validate(p);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "flowd-bench-cvtree-speed: %s\n", e.what());
+    return 1;
+  }
+#if !(defined(FLOWD_HAVE_CUDA) && FLOWD_HAVE_CUDA)
+  if (gpu) {
+    std::fprintf(stderr, "flowd-bench-cvtree-speed: built without CUDA (FLOWD_HAVE_CUDA)\n");
+    return 2;
+  }
+#else
+  std::string why;
+  if (gpu && cvt::gpu::device_count(&why) == 0) {
+    std::fprintf(stderr, "flowd-bench-cvtree-speed: no CUDA GPU: %s\n", why.c_str());
+    return 2;
+  }
+#endif
+  const auto t_gen = Clock::now();
+  const cvt::synth::DataSet data = cvt::synth::generate(p);
+  std::size_t residues = 0;
+  std::vector<double> parse_s;
+  std::vector<cvt::Proteome> proteomes;
+  for (const auto& pr : data.proteomes) {
+    const auto t0 = Clock::now();
+    proteomes.push_back(cvt::parse_fasta(pr.fasta, pr.name));
+    parse_s.push_back(seconds_since(t0));
+    residues += proteomes.back().residues.size();
+  }
+  const std::size_t n = proteomes.size();
+  std::printf("proteomes %zu\nresidues_per_proteome %.0f\ngenerate_s %.2f\nparse_ms %.2f\n", n,
+              static_cast<double>(residues) / static_cast<double>(n), seconds_since(t_gen), 1e3 * median(parse_s));
+  double parse_total = 0;
+  for (double s : parse_s) parse_total += s;
+
+  for (int k : ks) {
+    const bool peak_ok = reset_peak();
+    std::vector<Keyed> vs;
+    std::vector<double> build_s;
+    double entries = 0;
+    for (const auto& pr : proteomes) {
+      const auto t0 = Clock::now();
+      cvt::CompositionVector v = cvt::composition_vector(pr, k);
+      build_s.push_back(seconds_since(t0));
+      entries += static_cast<double>(v.keys.size());
+      vs.push_back({{v.keys.begin(), v.keys.end()}, std::move(v.values)});
+    }
+    std::vector<double> cmp_s, cosines;
+    for (int r = 0; r < repeat; ++r)
+      for (std::size_t i = 0; i < n; ++i)
+        for (std::size_t j = i + 1; j < n; ++j) {
+          const auto t0 = Clock::now();
+          const double c = cvt::cosine(vs[i].keys, vs[i].values, vs[j].keys, vs[j].values);
+          cmp_s.push_back(seconds_since(t0));
+          if (r == 0) cosines.push_back(c);
+        }
+    double build_total = 0, cmp_total = 0;
+    for (double s : build_s) build_total += s;
+    for (double s : cmp_s) cmp_total += s;
+    cmp_total /= repeat;
+    const long hwm = status_kib("VmHWM");
+    std::printf("k%d_entries %.0f\nk%d_build_ms %.1f\nk%d_compare_ms %.3f\nk%d_total_s %.2f\n", k,
+                entries / static_cast<double>(n), k, 1e3 * median(build_s), k, 1e3 * median(cmp_s), k,
+                parse_total + build_total + cmp_total);
+    if (peak_ok && hwm >= 0) std::printf("k%d_peak_mib %.0f\n", k, static_cast<double>(hwm) / 1024.0);
+#if defined(FLOWD_HAVE_CUDA) && FLOWD_HAVE_CUDA
+    if (gpu) {
+      cvt::gpu::Scratch scratch(0);
+      std::vector<std::unique_ptr<cvt::gpu::DeviceDoubles>> dk, dv;
+      for (const auto& v : vs) {
+        dk.push_back(std::make_unique<cvt::gpu::DeviceDoubles>(v.keys.data(), v.keys.size()));
+        dv.push_back(std::make_unique<cvt::gpu::DeviceDoubles>(v.values.data(), v.values.size()));
+      }
+      std::vector<double> gpu_s;
+      double worst = 0;
+      for (int r = 0; r < repeat + 1; ++r) {  // the first round warms the device up and is not timed
+        std::size_t at = 0;
+        for (std::size_t i = 0; i < n; ++i)
+          for (std::size_t j = i + 1; j < n; ++j, ++at) {
+            const auto t0 = Clock::now();
+            const double c = cvt::gpu::cosine(dk[i]->data(), dv[i]->data(), dk[i]->size(), dk[j]->data(),
+                                              dv[j]->data(), dk[j]->size(), scratch, nullptr);
+            if (r > 0) gpu_s.push_back(seconds_since(t0));
+            worst = std::max(worst, std::abs(c - cosines[at]));
+          }
+      }
+      std::printf("k%d_gpu_compare_ms %.4f\nk%d_gpu_max_diff %.2e\n", k, 1e3 * median(gpu_s), k, worst);
+    }
+#endif
+  }
+  return 0;
+}
