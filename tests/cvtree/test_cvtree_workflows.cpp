@@ -13,7 +13,6 @@
 
 #include "cvtree/generate.hpp"
 #include "proteome.hpp"
-#include "runtime/provenance.hpp"
 #include "runtime/workers.hpp"
 #include "support/cli.hpp"
 #include "tree.hpp"
@@ -44,18 +43,10 @@ DataSet make_data(const fs::path& root, std::uint64_t seed = 4) {
 }
 
 runtime::RunReport run_cvtree(const std::vector<std::string>& sets, int gpus = 0) {
-  std::vector<workflow::Override> o;
-  for (const auto& s : sets) o.push_back({s.substr(0, s.find('=')), s.substr(s.find('=') + 1)});
-  auto g = test::graph(test::slurp(fs::path(FLOWD_SOURCE_DIR) / "workflows" / "cvtree.json"), o);
-  runtime::RunOptions opts;
-  opts.cpu_workers = gpus > 0 ? 1 : 2;
-  if (gpus > 0) opts.gpus = runtime::GpuSpec{runtime::GpuSpec::Mode::count, gpus, 1.0};
-  opts.provenance = runtime::make_provenance(g, {"flowd", "cvtree.json"});
-  runtime::Run r(g, std::move(opts), test::quiet_log());
-  return r.execute();
+  return test::run_shipped("cvtree.json", sets, gpus);
 }
 
-std::string why(const runtime::RunReport& r) { return r.failures.empty() ? r.error : r.failures[0].describe(); }
+using test::why;
 
 struct Phylip {
   std::vector<std::string> names;

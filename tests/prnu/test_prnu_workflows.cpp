@@ -11,7 +11,6 @@
 #include <gtest/gtest.h>
 
 #include "prnu/generate.hpp"
-#include "runtime/provenance.hpp"
 #include "runtime/workers.hpp"
 #include "support/cli.hpp"
 
@@ -53,18 +52,10 @@ DataSet make_data(const fs::path& dir) {
 }
 
 runtime::RunReport run_file(const char* workflow, const std::vector<std::string>& sets, int gpus = 0) {
-  std::vector<workflow::Override> o;
-  for (const auto& s : sets) o.push_back({s.substr(0, s.find('=')), s.substr(s.find('=') + 1)});
-  auto g = test::graph(test::slurp(fs::path(FLOWD_SOURCE_DIR) / "workflows" / workflow), o);
-  runtime::RunOptions opts;
-  opts.cpu_workers = gpus > 0 ? 1 : 2;
-  if (gpus > 0) opts.gpus = runtime::GpuSpec{runtime::GpuSpec::Mode::count, gpus, 1.0};
-  opts.provenance = runtime::make_provenance(g, {"flowd", workflow});
-  runtime::Run r(g, std::move(opts), test::quiet_log());
-  return r.execute();
+  return test::run_shipped(workflow, sets, gpus);
 }
 
-std::string why(const runtime::RunReport& r) { return r.failures.empty() ? r.error : r.failures[0].describe(); }
+using test::why;
 
 // CSV rows as {first column, second column} -> the rest of the line.
 std::map<std::pair<std::string, std::string>, std::string> rows(const fs::path& csv) {

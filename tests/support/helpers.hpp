@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "plugin/registry.hpp"
+#include "runtime/provenance.hpp"
 #include "runtime/run.hpp"
 #include "util/log.hpp"
 #include "workflow/validate.hpp"
@@ -64,6 +65,26 @@ inline runtime::RunReport run(const std::string& json, runtime::RunOptions opts 
   runtime::Run run(g, std::move(opts), quiet_log());
   return run.execute();
 }
+
+inline std::string slurp(const fs::path& p);
+
+// A shipped workflow (workflows/NAME) as `flowd run NAME --set K=V ...`
+// runs it, in this process, with its provenance: on two CPU workers, or on
+// one CPU worker and `gpus` real GPUs.
+inline runtime::RunReport run_shipped(const std::string& name, const std::vector<std::string>& sets, int gpus = 0) {
+  std::vector<workflow::Override> o;
+  for (const auto& s : sets) o.push_back({s.substr(0, s.find('=')), s.substr(s.find('=') + 1)});
+  auto g = graph(slurp(fs::path(FLOWD_SOURCE_DIR) / "workflows" / name), o);
+  runtime::RunOptions opts;
+  opts.cpu_workers = gpus > 0 ? 1 : 2;
+  if (gpus > 0) opts.gpus = runtime::GpuSpec{runtime::GpuSpec::Mode::count, gpus, 1.0};
+  opts.provenance = runtime::make_provenance(g, {"flowd", name});
+  runtime::Run r(g, std::move(opts), quiet_log());
+  return r.execute();
+}
+
+// What failed a run: its first failure, or its run-level error.
+inline std::string why(const runtime::RunReport& r) { return r.failures.empty() ? r.error : r.failures[0].describe(); }
 
 inline std::vector<std::string> lines(const fs::path& p) {
   std::ifstream in(p);
