@@ -77,7 +77,9 @@ private:
     const Json& spec = job_.spec;
     sched::PairPlan plan;
     plan.shape = shape_of(spec.at("shape").get<std::string>());
-    plan.order = sched::PairPlan::Order::hilbert;
+    const std::string order = spec.value("order", "hilbert");
+    if (order != "hilbert" && order != "bands") throw Error("the job names an unknown plan order '" + order + "'");
+    plan.order = order == "bands" ? sched::PairPlan::Order::strips : sched::PairPlan::Order::hilbert;
     plan.rows = spec.at("rows").get<std::uint32_t>();
     plan.cols = spec.at("cols").get<std::uint32_t>();
     for (const auto& l : spec.at("leaves")) {

@@ -2,8 +2,9 @@
 // the leaves run on the worker nodes, each node's threads its lanes and its
 // cache kept across the stage's jobs (runtime/allpairs_job.cpp).
 //
-// Distribution, as Rocket's across nodes: the Hilbert-ordered leaves are
-// cut into one contiguous stretch per node, in proportion to its lanes. A
+// Distribution, as Rocket's across nodes: the Hilbert-ordered leaves (or,
+// when a node's cache is smaller than the set, the bands plan's) are cut
+// into one contiguous stretch per node, in proportion to its lanes. A
 // node gets its stretch as jobs, each the first half of what is left of it
 // (at least two leaves per lane), one job at a time: the cap on jobs in
 // flight. A node whose stretch is done steals: it takes the back half of the
@@ -65,9 +66,25 @@ Table RunState::cluster_allpairs(StageState& s, const std::vector<CarriedPtr>& r
   const auto& op = static_cast<const AllPairs&>(*s.node->op);
   const std::vector<std::string> names = op.scores();
 
-  int lanes = 0;
-  for (const auto& n : nodes) lanes += std::max(1, n.slots);
-  plan_out = hilbert_plan(cfg.shape, nr, nc, cfg.leaf_pairs, lanes);
+  int lanes = 0, widest = 1;
+  for (const auto& n : nodes) {
+    lanes += std::max(1, n.slots);
+    widest = std::max(widest, n.slots);
+  }
+  // A node's cache smaller than the set: bands it holds beside the two slots
+  // each of its lanes pins, as in one process (allpairs_stage.cpp). The
+  // bands' leaves, in order, are then cut into stretches like the curve's,
+  // so each node holds a band's rows while the columns stream past, and a
+  // band is split between nodes only at a stretch's ends.
+  const std::uint64_t pinned = 2 * static_cast<std::uint64_t>(widest);
+  const bool bands = cfg.cache_items != 0 && cfg.cache_items < n_items && cfg.cache_items > pinned;
+  if (bands) {
+    const std::uint64_t total = sched::pairs_in(cfg.shape, 0, nr, 0, nc);
+    plan_out = sched::plan_strips(cfg.shape, nr, nc, static_cast<std::uint32_t>(cfg.cache_items - pinned),
+                                  cfg.leaf_pairs ? cfg.leaf_pairs : default_leaf_pairs(total, lanes));
+  } else {
+    plan_out = hilbert_plan(cfg.shape, nr, nc, cfg.leaf_pairs, lanes);
+  }
   const sched::PairPlan& plan = *plan_out;
   const std::size_t R = std::min(nodes.size(), plan.leaves.size());
 
@@ -156,6 +173,7 @@ Table RunState::cluster_allpairs(StageState& s, const std::vector<CarriedPtr>& r
     }
     t.scan = {{"phase", "allpairs"},
               {"shape", shape_name(cfg.shape)},
+              {"order", bands ? "bands" : "hilbert"},
               {"rows", nr},
               {"cols", nc},
               {"leaves", std::move(leaf_list)},

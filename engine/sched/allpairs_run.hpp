@@ -364,14 +364,25 @@ void run_allpairs(const PairPlan& plan, const AllPairsOptions& o, Load&& load, C
       loaders.request({item, true, &w});
     }
   };
+  // Each band's columns as its leaves in this plan span them: all the
+  // columns after it, or a part where the plan is a cluster job's stretch
+  // (runtime/cluster_allpairs.cpp).
+  std::map<std::uint32_t, std::pair<std::uint32_t, std::uint32_t>> band_columns;
+  if (ahead_bands)
+    for (const auto& b : plan.leaves) {
+      auto [it, fresh] = band_columns.try_emplace(b.row_begin, b.col_begin, b.col_end);
+      if (!fresh) it->second = {std::min(it->second.first, b.col_begin), std::max(it->second.second, b.col_end)};
+    }
   auto start_band = [&](const PairBlock& b, const WorkerInfo& w) {
     if (!ahead_bands) return;
     std::lock_guard lk(stream_m);
     if (stream.started && stream.band == b.row_begin) return;  // another lane started it
     stream.started = true;
     stream.band = b.row_begin;
-    stream.next = plan.shape == PairShape::rectangle ? 0 : b.row_end;  // a triangle's own rows are the band's
-    stream.end = plan.cols;
+    const auto [first, end] = band_columns.at(b.row_begin);
+    // A triangle's own rows are the band's, loaded as rows.
+    stream.next = plan.shape == PairShape::rectangle ? first : std::max(first, b.row_end);
+    stream.end = end;
     stream.outstanding = 0;
     for (std::uint32_t i = b.row_begin; i < b.row_end; ++i) {
       std::uint8_t none = 0;

@@ -229,3 +229,26 @@ TEST(AllPairsStage, ThePeerCacheServesItemsAnotherNodeLoaded) {
   const auto from = r.err.rfind(' ', at - 1);
   EXPECT_GT(std::stoi(r.err.substr(from + 1, at - from - 1)), 0) << r.err;
 }
+
+// A cache smaller than the set on worker nodes: the nodes run the bands plan
+// (runtime/cluster_allpairs.cpp), each holding a band's rows while the
+// columns stream past, so R stays near one process's 0.5 + n/(2h) rather
+// than the Hilbert order's thrashing (R = 12 for CVTree, docs/benchmarks.md
+// §14.3). 60 items, 20 slots, nodes of 2 lanes: bands of 16 rows, R ≈ 2.4
+// on one node; each cut between the two nodes' stretches and each stolen
+// stretch loads at most one band's rows again.
+TEST(AllPairsStage, ASmallCacheOnWorkerNodesRunsBands) {
+  const auto dir = test::scratch();
+  const auto out = dir / "out.txt";
+  std::ofstream(dir / "wf.json") << pairs_workflow(60, 0, "", R"({"cache_items": 20, "peer_cache": false})",
+                                                   out.string());
+  const auto r = test::flowd_cmd(
+      dir, {"wf.json", "--workers", "2", "--worker-cpus", "2", "--cpu", "1", "--no-progress", "--no-perf-model"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(test::lines(out), expected(60, 0, false));
+  EXPECT_NE(r.err.find("(triangle, bands order)"), std::string::npos) << r.err;
+  const auto at = r.err.find("; R = ");
+  ASSERT_NE(at, std::string::npos) << r.err;
+  const double R = std::stod(r.err.substr(at + 6));
+  EXPECT_LE(R, 4.0) << r.err;
+}

@@ -91,8 +91,7 @@ TEST(CvtreeWorkflows, DistancesAreTheFormulaAndTheTreeIsTheTrueOne) {
           EXPECT_EQ(m.d[i][j], 0.0);
           continue;
         }
-        const std::vector<double> ki(vs[i].keys.begin(), vs[i].keys.end()), kj(vs[j].keys.begin(), vs[j].keys.end());
-        const double want = (1.0 - cvtree::cosine(ki, vs[i].values, kj, vs[j].values)) / 2.0;
+        const double want = (1.0 - cvtree::cosine(cvtree::view_of(vs[i]), cvtree::view_of(vs[j]))) / 2.0;
         EXPECT_EQ(m.d[i][j], want) << m.names[i] << " " << m.names[j] << ": %.17g round-trips";
         EXPECT_GT(m.d[i][j], 0.0);
         EXPECT_LT(m.d[i][j], 1.0);

@@ -9,11 +9,14 @@
 #include <fstream>
 #include <map>
 #include <random>
+#include <span>
+#include <algorithm>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 
+#include "packed.hpp"
 #include "proteome.hpp"
 #include "vector.hpp"
 
@@ -133,11 +136,20 @@ TEST(CvtreeProteome, ReadsGzippedAndPlainFilesAlike) {
 // = 2/9, and never seen: a = -1. Normalised by sqrt(1/64 + 1/64 + 1).
 TEST(CvtreeVector, ATinyProteomeByHand) {
   const CompositionVector v = composition_vector(parse_fasta(">p\nACDA\n", "t"), 3);
-  ASSERT_EQ(v.keys, (std::vector<std::uint64_t>{key_of("ACD"), key_of("CDA"), key_of("DAC")}));
+  const auto e = entries(v);
+  ASSERT_EQ(e.size(), 3u);
+  EXPECT_EQ(e[0].first, key_of("ACD"));
+  EXPECT_EQ(e[1].first, key_of("CDA"));
+  EXPECT_EQ(e[2].first, key_of("DAC"));
   const double norm = std::sqrt(1.0 / 64 + 1.0 / 64 + 1.0);
-  EXPECT_NEAR(v.values[0], 0.125 / norm, 1e-15);
-  EXPECT_NEAR(v.values[1], 0.125 / norm, 1e-15);
-  EXPECT_NEAR(v.values[2], -1.0 / norm, 1e-15);
+  EXPECT_NEAR(e[0].second, 0.125 / norm, 1e-15);
+  EXPECT_NEAR(e[1].second, 0.125 / norm, 1e-15);
+  EXPECT_NEAR(e[2].second, -1.0 / norm, 1e-15);
+  // As stored: middles C, D (ACD, CDA seen) and A (DAC expected, unseen).
+  EXPECT_EQ(v.middles, (std::vector<std::uint64_t>{key_of("A"), key_of("C"), key_of("D")}));
+  EXPECT_EQ(v.ends.size(), 2u);
+  EXPECT_EQ(expected_count(view_of(v)), 3u);
+  EXPECT_NEAR(v.unseen, -1.0 / norm, 1e-15);
 }
 
 TEST(CvtreeVector, KmersNeverCrossProteins) {
@@ -161,11 +173,13 @@ TEST(CvtreeVector, EqualsTheDenseFormulaAndSoDoesTheCosine) {
     for (const auto* pair : {&vp, &vq}) {
       const auto& v = *pair;
       const auto ref = dense_vector(pair == &vp ? p : q, k);
-      ASSERT_EQ(v.keys.size(), ref.size());
+      const auto e = entries(v);
+      ASSERT_EQ(e.size(), ref.size());
+      ASSERT_EQ(expected_count(view_of(v)), ref.size());
       std::size_t i = 0;
       for (const auto& [key, value] : ref) {
-        ASSERT_EQ(v.keys[i], key);
-        ASSERT_NEAR(v.values[i], value, 1e-12) << key;
+        ASSERT_EQ(e[i].first, key);
+        ASSERT_NEAR(e[i].second, value, 1e-12) << key;
         ++i;
       }
     }
@@ -173,8 +187,57 @@ TEST(CvtreeVector, EqualsTheDenseFormulaAndSoDoesTheCosine) {
     double want = 0;
     for (const auto& [key, value] : rp)
       if (auto it = rq.find(key); it != rq.end()) want += value * it->second;
-    std::vector<double> kp(vp.keys.begin(), vp.keys.end()), kq(vq.keys.begin(), vq.keys.end());
-    EXPECT_NEAR(cosine(kp, vp.values, kq, vq.values), want, 1e-12);
-    EXPECT_NEAR(cosine(kp, vp.values, kp, vp.values), 1.0, 1e-12) << "unit length";
+    EXPECT_NEAR(cosine(view_of(vp), view_of(vq)), want, 1e-12);
+    EXPECT_NEAR(cosine(view_of(vq), view_of(vp)), want, 1e-12);
+    EXPECT_NEAR(cosine(view_of(vp), view_of(vp)), 1.0, 1e-12) << "unit length";
+  }
+}
+
+// The bytes an item carries (core/packed.hpp): the same vector back, and
+// bytes that do not fit refused with the reason.
+TEST(CvtreeVector, PacksToBytesAndBack) {
+  const CompositionVector v = composition_vector(random_proteome(5, 100, 90), 5);
+  std::vector<double> storage((packed_size(v) + 7) / 8);
+  const std::span<std::byte> bytes(reinterpret_cast<std::byte*>(storage.data()), packed_size(v));
+  pack(v, bytes);
+  const VectorView u = unpack(bytes, 5, v.middles.size(), v.ends.size(), true);
+  EXPECT_TRUE(std::ranges::equal(u.middles, v.middles));
+  EXPECT_TRUE(std::ranges::equal(u.masks, v.masks));
+  EXPECT_TRUE(std::ranges::equal(u.starts, v.starts));
+  EXPECT_TRUE(std::ranges::equal(u.ends, v.ends));
+  EXPECT_TRUE(std::ranges::equal(u.values, v.values));
+  EXPECT_EQ(u.unseen, v.unseen);
+  EXPECT_EQ(cosine(u, view_of(v)), cosine(view_of(v), view_of(v)));
+
+  const auto refused = [&](std::span<const std::byte> b, int k, std::size_t middles, std::size_t seen) {
+    try {
+      unpack(b, k, middles, seen, true);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("(accepted)");
+  };
+  EXPECT_NE(refused(bytes, 6, v.middles.size(), v.ends.size()).find("header says k = 5"), std::string::npos);
+  EXPECT_NE(refused(bytes.first(bytes.size() - 8), 5, v.middles.size(), v.ends.size()).find("do not hold"),
+            std::string::npos);
+  // Two middles swapped: refused when checked in full.
+  std::swap(storage[layout::offsets(v.middles.size(), v.ends.size()).middles / 8],
+            storage[layout::offsets(v.middles.size(), v.ends.size()).middles / 8 + 1]);
+  EXPECT_NE(refused(bytes, 5, v.middles.size(), v.ends.size()).find("not sorted by middle"), std::string::npos);
+}
+
+// Middles only one proteome has, letters only one uses, and a proteome with
+// itself: the cross terms (seen against unseen) and the count of k-mers
+// neither saw, beside the dense formula.
+TEST(CvtreeVector, CosineOfDisjointAndIdenticalProteomes) {
+  const Proteome p = random_proteome(21, 50, 60, 8), q = random_proteome(22, 50, 60, 20);
+  for (int k : {3, 4}) {
+    const CompositionVector vp = composition_vector(p, k), vq = composition_vector(q, k);
+    const auto rp = dense_vector(p, k), rq = dense_vector(q, k);
+    double want = 0;
+    for (const auto& [key, value] : rp)
+      if (auto it = rq.find(key); it != rq.end()) want += value * it->second;
+    EXPECT_NEAR(cosine(view_of(vp), view_of(vq)), want, 1e-12) << "k = " << k;
+    EXPECT_NEAR(cosine(view_of(vq), view_of(vq)), 1.0, 1e-12);
   }
 }

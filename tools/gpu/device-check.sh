@@ -371,8 +371,31 @@ worst = 0.0
 for k in (5, 6):
     a, b = load(sys.argv[1], k), load(sys.argv[2], k)
     worst = max(worst, max(abs(x - y) for ra, rb in zip(a, b) for x, y in zip(ra, rb)))
-same = open(f"{sys.argv[1]}/tree_k5.nwk").read() == open(f"{sys.argv[2]}/tree_k5.nwk").read()
-print(f"  cvtree {sys.argv[3]} vs cpu16: max |dD| {worst:.2e}, same k=5 tree text {same}")
+def splits(path):
+    # The leaf sets an edge of the unrooted tree separates, each named by its
+    # smaller-sorting side: the topology, whatever the branch lengths' digits.
+    text = open(path).read().strip().rstrip(";")
+    stack, groups, leaves, token = [set()], [], set(), ""
+    for c in text + ",":
+        if c in "(),":
+            name = token.split(":")[0].strip()
+            token = ""
+            if name:
+                leaves.add(name)
+                stack[-1].add(name)
+            if c == "(":
+                stack.append(set())
+            elif c == ")":
+                g = stack.pop()
+                groups.append(frozenset(g))
+                stack[-1] |= g
+        else:
+            token += c
+    every = frozenset(leaves)
+    return {min(g, every - g, key=sorted) for g in groups if 1 < len(g) < len(every) - 1}
+text_same = open(f"{sys.argv[1]}/tree_k5.nwk").read() == open(f"{sys.argv[2]}/tree_k5.nwk").read()
+topo_same = all(splits(f"{sys.argv[1]}/tree_k{k}.nwk") == splits(f"{sys.argv[2]}/tree_k{k}.nwk") for k in (5, 6))
+print(f"  cvtree {sys.argv[3]} vs cpu16: max |dD| {worst:.2e}, same k=5 tree text {text_same}, same topology (k = 5, 6) {topo_same}")
 PY
     done
   done

@@ -35,8 +35,10 @@ Item Compare::load(AllPairsContext&, const Item& in) const {
 }
 
 Item Compare::preprocess(AllPairsContext&, Item loaded) const {
-  if (loaded.array().dtype() == DType::f64) {
-    (void)vectors_view(loaded, ks_);  // checked: built for these k
+  if (loaded.meta.attrs.contains("cvtree_k")) {
+    // Vectors already (cvtree.vector): checked once here, in full.
+    const VectorsView v = vectors_view(loaded, ks_);
+    for (std::size_t t = 0; t < ks_.size(); ++t) (void)vector_of(loaded, v, t, ks_[t], true);
     return loaded;
   }
   const std::string what = loaded.meta.attrs.contains("cvtree_file")
@@ -47,12 +49,8 @@ Item Compare::preprocess(AllPairsContext&, Item loaded) const {
 
 void Compare::compare(AllPairsContext&, const Item& a, const Item& b, std::span<double> out) const {
   const VectorsView va = vectors_view(a, ks_), vb = vectors_view(b, ks_);
-  const auto xa = a.array().values<double>(), xb = b.array().values<double>();
   for (std::size_t t = 0; t < ks_.size(); ++t) {
-    const auto ia = static_cast<std::size_t>(va.offsets[t]), na = static_cast<std::size_t>(va.offsets[t + 1]) - ia;
-    const auto ib = static_cast<std::size_t>(vb.offsets[t]), nb = static_cast<std::size_t>(vb.offsets[t + 1]) - ib;
-    const double c = cosine(xa.subspan(ia, na), xa.subspan(static_cast<std::size_t>(va.total) + ia, na),
-                            xb.subspan(ib, nb), xb.subspan(static_cast<std::size_t>(vb.total) + ib, nb));
+    const double c = cosine(vector_of(a, va, t, ks_[t]), vector_of(b, vb, t, ks_[t]));
     out[2 * t] = c;
     out[2 * t + 1] = (1.0 - c) / 2.0;
   }

@@ -20,27 +20,29 @@ Compare::GpuState& Compare::gpu_state() const {
 
 namespace {
 
-const double* on_gpu(const Item& item, int device) {
+const void* on_gpu(const Item& item, int device) {
   const Array& a = item.array();
   if (a.placement().residency != Residency::device || a.placement().device != device)
     throw Error("item '" + item.meta.key + "': the GPU compare got vectors that are not in GPU " +
                 std::to_string(device) + "'s memory");
-  return static_cast<const double*>(a.raw());
+  return a.raw();
 }
 
 }  // namespace
 
 void Compare::compare_gpu(GpuAllPairsContext& ctx, const Item& a, const Item& b, std::span<double> out) const {
   const VectorsView va = vectors_view(a, ks_), vb = vectors_view(b, ks_);
-  const double* xa = on_gpu(a, ctx.gpu());
-  const double* xb = on_gpu(b, ctx.gpu());
+  const auto* xa = static_cast<const unsigned char*>(on_gpu(a, ctx.gpu()));
+  const auto* xb = static_cast<const unsigned char*>(on_gpu(b, ctx.gpu()));
   auto lease = gpu_state().take(ctx.gpu());
   const auto stream = static_cast<cudaStream_t>(ctx.stream());
   for (std::size_t t = 0; t < ks_.size(); ++t) {
-    const auto ia = static_cast<std::size_t>(va.offsets[t]), na = static_cast<std::size_t>(va.offsets[t + 1]) - ia;
-    const auto ib = static_cast<std::size_t>(vb.offsets[t]), nb = static_cast<std::size_t>(vb.offsets[t + 1]) - ib;
-    const double c = gpu::cosine(xa + ia, xa + va.total + ia, na, xb + ib, xb + vb.total + ib, nb, *lease.state,
-                                 stream);
+    const auto& sa = va.sections[t];
+    const auto& sb = vb.sections[t];
+    // The sizes come from the attrs (vectors_view checked them against the
+    // bytes); the headers, in device memory, are read by the kernel.
+    const double c = gpu::cosine(gpu::device_vector(xa + sa.offset, sa.middles, sa.seen),
+                                 gpu::device_vector(xb + sb.offset, sb.middles, sb.seen), *lease.state, stream);
     out[2 * t] = c;
     out[2 * t + 1] = (1.0 - c) / 2.0;
   }

@@ -8,10 +8,13 @@ namespace flowd::cvtree {
 
 OperatorSpec VectorOp::spec() {
   return {.name = "cvtree.vector",
-          .doc = "The CVTree composition vectors of a proteome (FASTA, plain or gzipped), one per k "
-                 "(docs/plugins/cvtree.md)",
+          .doc =
+              "The CVTree composition vectors of a proteome (FASTA, plain or gzipped), one per k "
+              "(docs/plugins/cvtree.md)",
           .inputs = {{"proteome", "json", "a file item ({\"path\"}) of io.list_files"}},
-          .outputs = {{"vectors", "array", "f64 (2, n): keys and values of each k's vector (attrs cvtree_k, cvtree_offsets)"}},
+          .outputs = {{"vectors", "array",
+                       "u8: each k's vector stored by middle (docs/plugins/cvtree.md; attrs cvtree_k, cvtree_offsets, "
+                       "cvtree_sizes)"}},
           .params = {k_spec()}};
 }
 

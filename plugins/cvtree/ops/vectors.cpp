@@ -1,9 +1,10 @@
 #include "ops/vectors.hpp"
 
 #include <algorithm>
+#include <array>
 #include <stdexcept>
 
-#include "vector.hpp"
+#include "packed.hpp"
 
 namespace flowd::cvtree {
 
@@ -92,45 +93,75 @@ std::filesystem::path file_of(const Item& item) {
 Item vectors_item(const ItemMeta& meta, const Proteome& p, std::span<const int> ks, const std::string& what) {
   std::vector<CompositionVector> vs;
   std::vector<std::int64_t> offsets{0};
+  Json sizes = Json::array();
   for (int k : ks) {
     try {
       vs.push_back(composition_vector(p, k));
     } catch (const std::invalid_argument& e) {
       throw Error(what + ": " + e.what());
     }
-    offsets.push_back(offsets.back() + static_cast<std::int64_t>(vs.back().keys.size()));
+    const auto& v = vs.back();
+    sizes.push_back({v.middles.size(), v.ends.size()});
+    offsets.push_back(offsets.back() + static_cast<std::int64_t>(packed_size(v)));
   }
-  const std::int64_t total = offsets.back();
-  Array a = Array::uninitialized(DType::f64, {2, total});
-  auto out = a.values<double>();
-  for (std::size_t t = 0; t < vs.size(); ++t) {
-    const auto at = static_cast<std::size_t>(offsets[t]);
-    for (std::size_t i = 0; i < vs[t].keys.size(); ++i) {
-      out[at + i] = static_cast<double>(vs[t].keys[i]);
-      out[static_cast<std::size_t>(total) + at + i] = vs[t].values[i];
-    }
-  }
+  Array a = Array::uninitialized(DType::u8, {offsets.back()});
+  auto* bytes = static_cast<std::byte*>(a.raw());
+  for (std::size_t t = 0; t < vs.size(); ++t)
+    pack(vs[t], {bytes + offsets[t], static_cast<std::size_t>(offsets[t + 1] - offsets[t])});
   Item it{meta, Value(std::move(a))};
   it.meta.attrs["cvtree_k"] = std::vector<int>(ks.begin(), ks.end());
   it.meta.attrs["cvtree_offsets"] = offsets;
+  it.meta.attrs["cvtree_sizes"] = std::move(sizes);
   return it;
 }
 
 VectorsView vectors_view(const Item& item, std::span<const int> ks) {
+  const auto bad = [&](const std::string& why) {
+    return Error("item '" + item.meta.key + "': " + why);
+  };
   const Array& a = item.array();
-  if (a.dtype() != DType::f64 || a.ndim() != 2 || a.shape(0) != 2 || !a.is_contiguous() ||
-      !item.meta.attrs.contains("cvtree_k") || !item.meta.attrs.contains("cvtree_offsets"))
-    throw Error("item '" + item.meta.key + "': expected composition vectors (an f64 (2, n) array from cvtree.vector)");
-  const auto got = item.meta.attrs["cvtree_k"].get<std::vector<int>>();
+  const Json& attrs = item.meta.attrs;
+  if (a.dtype() != DType::u8 || a.ndim() != 1 || !a.is_contiguous() || !attrs.contains("cvtree_k") ||
+      !attrs.contains("cvtree_offsets") || !attrs.contains("cvtree_sizes"))
+    throw bad("expected composition vectors (a u8 array from cvtree.vector or cvtree.compare)");
+  std::vector<int> got;
+  std::vector<std::int64_t> offsets;
+  std::vector<std::array<std::uint64_t, 2>> sizes;
+  try {
+    got = attrs["cvtree_k"].get<std::vector<int>>();
+    offsets = attrs["cvtree_offsets"].get<std::vector<std::int64_t>>();
+    sizes = attrs["cvtree_sizes"].get<std::vector<std::array<std::uint64_t, 2>>>();
+  } catch (const Json::exception& e) {
+    throw bad(std::string("its cvtree attrs are malformed: ") + e.what());
+  }
   if (!std::equal(got.begin(), got.end(), ks.begin(), ks.end()))
-    throw Error("item '" + item.meta.key + "': its vectors are for k = " + item.meta.attrs["cvtree_k"].dump() +
-                ", the compare's k is " + Json(std::vector<int>(ks.begin(), ks.end())).dump());
+    throw bad("its vectors are for k = " + attrs["cvtree_k"].dump() + ", the compare's k is " +
+              Json(std::vector<int>(ks.begin(), ks.end())).dump());
+  if (offsets.size() != ks.size() + 1 || sizes.size() != ks.size() || offsets.front() != 0 ||
+      offsets.back() != a.shape(0))
+    throw bad("cvtree_offsets and cvtree_sizes do not fit its array");
   VectorsView v;
-  v.total = a.shape(1);
-  v.offsets = item.meta.attrs["cvtree_offsets"].get<std::vector<std::int64_t>>();
-  if (v.offsets.size() != ks.size() + 1 || v.offsets.front() != 0 || v.offsets.back() != v.total)
-    throw Error("item '" + item.meta.key + "': cvtree_offsets do not fit its array");
+  for (std::size_t t = 0; t < ks.size(); ++t) {
+    const auto [middles, seen] = sizes[t];
+    // Bounded first, so that the offsets below cannot overflow.
+    if (middles > (std::uint64_t{1} << 40) || seen > (std::uint64_t{1} << 40) ||
+        offsets[t] < 0 || offsets[t + 1] < offsets[t] ||
+        layout::offsets(middles, seen).end != static_cast<std::uint64_t>(offsets[t + 1] - offsets[t]))
+      throw bad("the vector for k = " + std::to_string(ks[t]) + " does not fit its bytes");
+    v.sections.push_back({static_cast<std::size_t>(offsets[t]), middles, seen});
+  }
   return v;
+}
+
+VectorView vector_of(const Item& item, const VectorsView& view, std::size_t t, int k, bool check_all) {
+  const VectorsView::Section& s = view.sections.at(t);
+  const auto* at = static_cast<const std::byte*>(item.array().raw()) + s.offset;
+  try {
+    return unpack({at, layout::offsets(s.middles, s.seen).end}, k, s.middles, s.seen, check_all);
+  } catch (const std::invalid_argument& e) {
+    throw Error("item '" + item.meta.key + "': the vector for k = " + std::to_string(k) + " does not fit: " +
+                e.what());
+  }
 }
 
 }  // namespace flowd::cvtree

@@ -3,9 +3,11 @@
 // operators (docs/plugins/cvtree.md, "Items"):
 //   - a proteome (what load() reads): a u8 array of residue codes 0..19,
 //     255 between proteins;
-//   - its composition vectors, one per k: an f64 array (2, total), row 0 the
-//     keys (exact integers), row 1 the values, the vectors one after the
-//     other; attrs cvtree_k ([5, 6]) and cvtree_offsets ([0, n5, n5 + n6]).
+//   - its composition vectors, one per k: a u8 array holding each vector's
+//     bytes (core/layout.hpp) one after the other; attrs cvtree_k ([5, 6]),
+//     cvtree_offsets (where each k's bytes start, and the end) and
+//     cvtree_sizes ([[middles, seen], ...] per k, so that a GPU variant
+//     finds the arrays of a vector in device memory without reading it).
 #include <cstdint>
 #include <filesystem>
 #include <span>
@@ -15,6 +17,7 @@
 #include <flowd/flowd.hpp>
 
 #include "proteome.hpp"
+#include "vector.hpp"
 
 namespace flowd::cvtree {
 
@@ -35,11 +38,19 @@ std::filesystem::path file_of(const Item& item);
 // The vectors of `p` for each k, as one item.
 Item vectors_item(const ItemMeta& meta, const Proteome& p, std::span<const int> ks, const std::string& what);
 
-// A vectors item's layout, checked against the ks a compare expects.
+// A vectors item's layout, checked against the ks a compare expects and
+// against its array's size.
 struct VectorsView {
-  std::int64_t total = 0;
-  std::vector<std::int64_t> offsets;  // per k, and the end
+  struct Section {
+    std::size_t offset = 0, middles = 0, seen = 0;  // bytes from the array's start; counts
+  };
+  std::vector<Section> sections;  // per k
 };
 VectorsView vectors_view(const Item& item, std::span<const int> ks);
+
+// The vector of the t-th k in a host item. `check_all` also checks every
+// middle's range of seen k-mers (linear in the middles; done once, when an
+// item enters a compare), else only the header.
+VectorView vector_of(const Item& item, const VectorsView& view, std::size_t t, int k, bool check_all = false);
 
 }  // namespace flowd::cvtree

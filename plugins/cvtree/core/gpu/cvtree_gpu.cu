@@ -15,12 +15,14 @@ constexpr const char* kWho = "cvtree";
 constexpr int kThreads = 256;
 // A fixed grid: the same stretches, hence the same sums, on every device.
 constexpr int kBlocks = 1024;
+constexpr std::uint64_t kLetters = (std::uint64_t{1} << 20) - 1;
 
 void check(cudaError_t e, const char* what) { flowd::cuda::check(e, kWho, what); }
 
-// How many of A's keys are among the first d of the merge of A and B, A's
-// first on equal keys.
-__device__ std::size_t merge_split(const double* a, std::size_t na, const double* b, std::size_t nb, std::size_t d) {
+// How many of A's middles are among the first d of the merge of A and B,
+// A's first on equal middles.
+__device__ std::size_t merge_split(const std::uint64_t* a, std::size_t na, const std::uint64_t* b, std::size_t nb,
+                                   std::size_t d) {
   std::size_t lo = d > nb ? d - nb : 0;
   std::size_t hi = d < na ? d : na;
   while (lo < hi) {
@@ -33,8 +35,13 @@ __device__ std::size_t merge_split(const double* a, std::size_t na, const double
   return lo;
 }
 
+__device__ bool expected(std::uint64_t mask, std::uint16_t e) {
+  return ((mask & kLetters) >> (e >> 5) & (mask >> 32) >> (e & 31) & 1) != 0;
+}
+
 __device__ void block_sum(double& v, double* shared) {
   const int t = threadIdx.x;
+  __syncthreads();  // the last call's readers of shared[0] are done
   shared[t] = v;
   __syncthreads();
   for (int stride = kThreads / 2; stride > 0; stride /= 2) {
@@ -44,37 +51,87 @@ __device__ void block_sum(double& v, double* shared) {
   v = shared[0];
 }
 
-// Each thread: its stretch [d0, d1) of the merge. For each of A's keys in
-// it, B's pointer moves up to the first key not below it; the keys of B it
-// passes are in the stretch too (the merge puts them before A's key), and
-// it never passes B's key at the stretch's end (that one is not below the
-// last A key of the stretch).
-__global__ void k_merge_dot(const double* ka, const double* va, std::size_t na, const double* kb, const double* vb,
-                            std::size_t nb, std::size_t per, double* partials) {
+// One middle both vectors have (A's i, B's j), as cvtree::cosine walks it:
+// adds the products to *sum and the k-mers both expect and neither saw to
+// *both_unseen.
+__device__ void middle_dot(const DeviceVector& a, std::size_t i, const DeviceVector& b, std::size_t j, double ua,
+                           double ub, double* sum, unsigned long long* both_unseen) {
+  const std::uint64_t ma = a.masks[i], mb = b.masks[j], shared = ma & mb;
+  unsigned long long common = static_cast<unsigned long long>(__popcll(shared & kLetters)) *
+                              static_cast<unsigned long long>(__popcll(shared >> 32));
+  if (common == 0) return;
+  std::size_t p = a.starts[i], q = b.starts[j];
+  const std::size_t pe = a.starts[i + 1], qe = b.starts[j + 1];
+  while (p < pe || q < qe) {
+    const std::uint16_t ea = p < pe ? a.ends[p] : 0xffff, eb = q < qe ? b.ends[q] : 0xffff;
+    if (ea < eb) {
+      if (expected(mb, ea)) {
+        *sum += a.values[p] * ub;
+        --common;
+      }
+      ++p;
+    } else if (eb < ea) {
+      if (expected(ma, eb)) {
+        *sum += ua * b.values[q];
+        --common;
+      }
+      ++q;
+    } else {
+      *sum += a.values[p] * b.values[q];
+      --common;
+      ++p;
+      ++q;
+    }
+  }
+  *both_unseen += common;
+}
+
+// Each thread: its stretch [d0, d1) of the merge of the middles. For each
+// of A's middles in it, B's pointer moves up to the first middle not below
+// it; the middles of B it passes are in the stretch too (the merge puts them
+// before A's), and it never passes B's middle at the stretch's end (that one
+// is not below the stretch's last middle of A).
+__global__ void k_merge_dot(DeviceVector a, DeviceVector b, std::size_t per, double* partials) {
   __shared__ double shared[kThreads];
-  const std::size_t total = na + nb;
+  const std::size_t na = a.n_middles, nb = b.n_middles, total = na + nb;
   const std::size_t t = static_cast<std::size_t>(blockIdx.x) * kThreads + threadIdx.x;
   const std::size_t d0 = min(t * per, total), d1 = min(d0 + per, total);
   double sum = 0.0;
+  unsigned long long both_unseen = 0;
   if (d0 < d1) {
-    const std::size_t i0 = merge_split(ka, na, kb, nb, d0), i1 = merge_split(ka, na, kb, nb, d1);
+    const double ua = *a.unseen, ub = *b.unseen;
+    const std::size_t i0 = merge_split(a.middles, na, b.middles, nb, d0);
+    const std::size_t i1 = merge_split(a.middles, na, b.middles, nb, d1);
     std::size_t j = d0 - i0;
     for (std::size_t i = i0; i < i1; ++i) {
-      const double key = ka[i];
-      while (j < nb && kb[j] < key) ++j;
-      if (j < nb && kb[j] == key) sum += va[i] * vb[j];
+      const std::uint64_t m = a.middles[i];
+      while (j < nb && b.middles[j] < m)
+        ++j;
+      if (j < nb && b.middles[j] == m) middle_dot(a, i, b, j, ua, ub, &sum, &both_unseen);
     }
   }
   block_sum(sum, shared);
-  if (threadIdx.x == 0) partials[blockIdx.x] = sum;
+  // Counts below 2^53 (any proteome's) are exact in double.
+  double count = static_cast<double>(both_unseen);
+  block_sum(count, shared);
+  if (threadIdx.x == 0) {
+    partials[blockIdx.x] = sum;
+    partials[kBlocks + blockIdx.x] = count;
+  }
 }
 
-__global__ void k_sum_blocks(const double* partials, double* out) {
+// C = Σ block sums + u_A·u_B·(k-mers both expect and neither saw), as the
+// CPU adds its last term.
+__global__ void k_sum_blocks(const double* partials, const double* unseen_a, const double* unseen_b, double* out) {
   __shared__ double shared[kThreads];
-  double sum = 0.0;
-  for (int i = threadIdx.x; i < kBlocks; i += kThreads) sum += partials[i];
+  double sum = 0.0, count = 0.0;
+  for (int i = threadIdx.x; i < kBlocks; i += kThreads) {
+    sum += partials[i];
+    count += partials[kBlocks + i];
+  }
   block_sum(sum, shared);
-  if (threadIdx.x == 0) *out = sum;
+  block_sum(count, shared);
+  if (threadIdx.x == 0) *out = sum + *unseen_a * *unseen_b * count;
 }
 
 int current_device() {
@@ -89,7 +146,7 @@ int device_count(std::string* why) { return flowd::cuda::device_count(why); }
 
 struct Scratch::Impl {
   int device = 0;
-  double* partials = nullptr;  // kBlocks block sums, then the result
+  double* partials = nullptr;  // kBlocks block sums, kBlocks block counts, then the result
   double* host = nullptr;      // pinned: the result comes back without staging
   ~Impl() {
     if (partials) static_cast<void>(cudaFree(partials));
@@ -100,7 +157,7 @@ struct Scratch::Impl {
 Scratch::Scratch(int device) : impl_(std::make_unique<Impl>()) {
   impl_->device = device < 0 ? current_device() : device;
   flowd::cuda::DeviceScope scope(impl_->device, kWho);
-  check(cudaMalloc(reinterpret_cast<void**>(&impl_->partials), (kBlocks + 1) * sizeof(double)), "cudaMalloc");
+  check(cudaMalloc(reinterpret_cast<void**>(&impl_->partials), (2 * kBlocks + 1) * sizeof(double)), "cudaMalloc");
   check(cudaMallocHost(reinterpret_cast<void**>(&impl_->host), sizeof(double)), "cudaMallocHost");
 }
 
@@ -108,28 +165,27 @@ Scratch::~Scratch() = default;
 
 int Scratch::device() const noexcept { return impl_->device; }
 
-double cosine(const double* keys_a, const double* values_a, std::size_t na, const double* keys_b,
-              const double* values_b, std::size_t nb, Scratch& scratch, cudaStream_t stream) {
+double cosine(const DeviceVector& a, const DeviceVector& b, Scratch& scratch, cudaStream_t stream) {
   Scratch::Impl& s = scratch.impl();
   flowd::cuda::DeviceScope scope(s.device, kWho);
   const std::size_t threads = std::size_t{kBlocks} * kThreads;
-  const std::size_t per = std::max<std::size_t>(1, (na + nb + threads - 1) / threads);
-  k_merge_dot<<<kBlocks, kThreads, 0, stream>>>(keys_a, values_a, na, keys_b, values_b, nb, per, s.partials);
+  const std::size_t per = std::max<std::size_t>(1, (a.n_middles + b.n_middles + threads - 1) / threads);
+  k_merge_dot<<<kBlocks, kThreads, 0, stream>>>(a, b, per, s.partials);
   check(cudaGetLastError(), "merge-path dot product");
-  k_sum_blocks<<<1, kThreads, 0, stream>>>(s.partials, s.partials + kBlocks);
+  k_sum_blocks<<<1, kThreads, 0, stream>>>(s.partials, a.unseen, b.unseen, s.partials + 2 * kBlocks);
   check(cudaGetLastError(), "sum of the block sums");
-  check(cudaMemcpyAsync(s.host, s.partials + kBlocks, sizeof(double), cudaMemcpyDeviceToHost, stream),
+  check(cudaMemcpyAsync(s.host, s.partials + 2 * kBlocks, sizeof(double), cudaMemcpyDeviceToHost, stream),
         "cudaMemcpyAsync (cosine)");
   check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
   return *s.host;
 }
 
-DeviceDoubles::DeviceDoubles(const double* host, std::size_t count) : size_(count) {
-  check(cudaMalloc(reinterpret_cast<void**>(&data_), std::max<std::size_t>(size_, 1) * sizeof(double)), "cudaMalloc");
-  if (size_ > 0) check(cudaMemcpy(data_, host, size_ * sizeof(double), cudaMemcpyHostToDevice), "cudaMemcpy");
+DeviceBytes::DeviceBytes(const void* host, std::size_t bytes) : size_(bytes) {
+  check(cudaMalloc(&data_, std::max<std::size_t>(size_, 1)), "cudaMalloc");
+  if (size_ > 0) check(cudaMemcpy(data_, host, size_, cudaMemcpyHostToDevice), "cudaMemcpy");
 }
 
-DeviceDoubles::~DeviceDoubles() {
+DeviceBytes::~DeviceBytes() {
   if (data_) static_cast<void>(cudaFree(data_));
 }
 

@@ -1,20 +1,25 @@
 #pragma once
-// The CUDA twin of cvtree::cosine (../vector.hpp): the sparse dot product of
-// two sorted composition vectors in device memory by merge path. The merge
-// of the two key arrays is cut into equal stretches along its diagonals
-// (a binary search each), one per thread, so every thread walks the same
-// number of keys whatever the vectors' overlap; a key of A is matched with
-// the equal key of B by the thread whose stretch holds A's, so no pair is
-// counted twice or missed at a cut. Sums in double: per thread, a fixed
-// block tree, then one block over the block sums (a fixed grid, so the
-// same bits on every device). Differs from the CPU's sequential sum only in
-// the order of the additions (tests/cvtree/test_cvtree_gpu.cpp: ≤ 1e-12).
+// The CUDA twin of cvtree::cosine (../vector.hpp): the dot product of two
+// composition vectors in device memory, stored by middle (../layout.hpp).
+// The merge of the two sorted lists of middles is cut into equal stretches
+// along its diagonals (a binary search each), one per thread; a middle of A
+// is matched with the equal middle of B by the thread whose stretch holds
+// A's, so no middle is counted twice or missed at a cut. That thread walks
+// the two middles' seen k-mers as the CPU does, adding a·b, a·u_B and u_A·b
+// and counting the k-mers both expect and neither saw. Sums in double: per
+// thread, a fixed block tree, then one block over the block sums (a fixed
+// grid, so the same bits on every device). Differs from the CPU's
+// compensated sum only in the order of the additions
+// (tests/cvtree/test_cvtree_gpu.cpp: ≤ 1e-12).
 //
 // C++17, no CUDA header (cudaStream_t declared as the CUDA headers do).
 // Errors throw std::runtime_error naming the step.
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
+
+#include "layout.hpp"
 
 typedef struct CUstream_st* cudaStream_t;  // as in driver_types.h
 
@@ -40,24 +45,49 @@ private:
   std::unique_ptr<Impl> impl_;
 };
 
-// Σ over keys in both of a·b, the vectors' keys (exact integers as doubles,
-// ascending, unique) and values in device memory on the scratch's device.
-// Waits for `stream`.
-double cosine(const double* keys_a, const double* values_a, std::size_t na, const double* keys_b,
-              const double* values_b, std::size_t nb, Scratch& scratch, cudaStream_t stream);
+// A composition vector's arrays in device memory.
+struct DeviceVector {
+  const std::uint64_t* middles = nullptr;
+  const std::uint64_t* masks = nullptr;
+  const std::uint32_t* starts = nullptr;
+  const std::uint16_t* ends = nullptr;
+  const double* values = nullptr;
+  const double* unseen = nullptr;  // the header's
+  std::size_t n_middles = 0;
+};
 
-// Device copies of host doubles (for the tests and the benchmark).
-class DeviceDoubles {
+// The arrays of a vector's bytes (layout.hpp) at `bytes` in device memory,
+// whose header says `middles` and `seen`.
+inline DeviceVector device_vector(const void* bytes, std::size_t middles, std::size_t seen) {
+  const auto* at = static_cast<const unsigned char*>(bytes);
+  const layout::Offsets o = layout::offsets(middles, seen);
+  DeviceVector v;
+  v.middles = reinterpret_cast<const std::uint64_t*>(at + o.middles);
+  v.masks = reinterpret_cast<const std::uint64_t*>(at + o.masks);
+  v.starts = reinterpret_cast<const std::uint32_t*>(at + o.starts);
+  v.ends = reinterpret_cast<const std::uint16_t*>(at + o.ends);
+  v.values = reinterpret_cast<const double*>(at + o.values);
+  v.unseen = reinterpret_cast<const double*>(at + offsetof(layout::Header, unseen));
+  v.n_middles = middles;
+  return v;
+}
+
+// Σ over the k-mers expected in both of a·b, on the scratch's device. The
+// vectors must be of the same k. Waits for `stream`.
+double cosine(const DeviceVector& a, const DeviceVector& b, Scratch& scratch, cudaStream_t stream);
+
+// Device copies of host bytes (for the tests and the benchmark).
+class DeviceBytes {
 public:
-  DeviceDoubles(const double* host, std::size_t count);  // on the current device
-  ~DeviceDoubles();
-  DeviceDoubles(const DeviceDoubles&) = delete;
-  DeviceDoubles& operator=(const DeviceDoubles&) = delete;
-  const double* data() const noexcept { return data_; }
+  DeviceBytes(const void* host, std::size_t bytes);  // on the current device
+  ~DeviceBytes();
+  DeviceBytes(const DeviceBytes&) = delete;
+  DeviceBytes& operator=(const DeviceBytes&) = delete;
+  const void* data() const noexcept { return data_; }
   std::size_t size() const noexcept { return size_; }
 
 private:
-  double* data_ = nullptr;
+  void* data_ = nullptr;
   std::size_t size_ = 0;
 };
 
