@@ -14,7 +14,7 @@ floor() {
   case "$1" in
     util | memory | h5) echo 0 ;;
     plugin | wire | trace) echo 1 ;;
-    workflow | sched) echo 2 ;;
+    workflow | sched | placement) echo 2 ;;
     exec) echo 3 ;;
     runtime) echo 4 ;;
     store) echo 5 ;;

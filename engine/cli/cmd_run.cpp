@@ -13,10 +13,12 @@
 #include "cli/progress_view.hpp"
 #include "cli/setup.hpp"
 #include "cli/signals.hpp"
+#include "cli/workflow_options.hpp"
 #include "exec/crash_report.hpp"
 #include "net/cluster/launcher.hpp"
 #include "net/cluster/rendezvous.hpp"
 #include "net/node/worker_node.hpp"
+#include "placement/profile.hpp"
 #include "runtime/provenance.hpp"
 #include "runtime/run.hpp"
 #include "runtime/schedulers.hpp"
@@ -31,24 +33,6 @@ namespace po = boost::program_options;
 namespace flowd::cli {
 
 namespace {
-
-struct CommonOptions {
-  std::string workflow;
-  std::vector<std::string> sets;
-  PluginOptions plugins;
-  bool quiet = false;
-  bool verbose = false;
-};
-
-void add_common(po::options_description& d, CommonOptions& o) {
-  d.add_options()
-      ("set,s", po::value(&o.sets)->composing(), "override a variable (name=value) or a parameter (stage.param=value); repeatable")
-      ("plugin-path,P", po::value(&o.plugins.plugin_path)->composing(), "directory or .so to search for plugins first; repeatable, ':'-separated")
-      ("no-plugin-cache", po::bool_switch(&o.plugins.no_cache), "re-read every plugin's manifest instead of using the cache")
-      ("quiet,q", po::bool_switch(&o.quiet), "only warnings and errors")
-      ("verbose,v", po::bool_switch(&o.verbose), "debug messages too")
-      ("help,h", "show this help");
-}
 
 // How a run executes: workers, policy, performance model, trace.
 struct ExecOptions {
@@ -86,25 +70,35 @@ void add_exec(po::options_description& d, ExecOptions& o) {
       ("no-perf-model", po::bool_switch(&o.no_perf_model), "neither read nor update a performance model file");
 }
 
-std::vector<workflow::Override> overrides(const std::vector<std::string>& sets) {
-  std::vector<workflow::Override> out;
-  for (const auto& s : sets) {
-    const auto eq = s.find('=');
-    if (eq == std::string::npos || eq == 0) throw po::error("--set expects name=value or stage.param=value, got '" + s + "'");
-    out.push_back({s.substr(0, eq), s.substr(eq + 1)});
+// Each stage's cost per source item as this run measured it, for `flowd
+// plan`: its busy time, and the items and bytes it emitted in this process
+// (a cluster run's worker nodes report no bytes). A source's input data are
+// taken to be as large as what it emits, and a sink's results as what it
+// receives (an upper bound: it may compress them).
+placement::Profile stage_profile(const workflow::Graph& g, const runtime::Progress& final) {
+  placement::Profile p;
+  p.source_items = final.source_items;
+  const double n = static_cast<double>(std::max<std::uint64_t>(final.source_items, 1));
+  for (std::size_t i = 0; i < final.stages.size() && i < g.stages.size(); ++i) {
+    const auto& s = final.stages[i];
+    placement::StageProfile sp;
+    sp.seconds = s.busy_seconds / n;
+    sp.bytes_out = static_cast<double>(s.bytes_out) / n;
+    sp.items_out = static_cast<double>(s.items_out) / n;
+    if (g.stages[i].connected_inputs() == 0) sp.input_bytes = sp.bytes_out;
+    p.stages[s.name] = sp;
   }
-  return out;
-}
-
-Logger make_logger(const CommonOptions& o) {
-  return Logger::to_stderr(o.quiet ? LogLevel::warning : (o.verbose ? LogLevel::debug : LogLevel::info));
-}
-
-// Loads, validates and builds the graph; throws ValidationError or flowd::Error.
-workflow::Graph load_graph(const CommonOptions& o, Logger& log) {
-  workflow::Workflow wf = workflow::load_workflow(o.workflow, overrides(o.sets));
-  auto registry = make_registry(o.plugins, log, wf.plugin_path);
-  return workflow::validate(std::move(wf), registry);
+  for (std::size_t i = 0; i < g.stages.size() && i < final.stages.size(); ++i) {
+    if (!g.stages[i].spec().outputs.empty()) continue;
+    placement::StageProfile& sink = p.stages[final.stages[i].name];
+    for (const auto& in : g.stages[i].inputs)
+      if (in && in->stage < final.stages.size()) {
+        const placement::StageProfile& from = p.stages[final.stages[in->stage].name];
+        sink.bytes_out += from.bytes_out;
+        sink.items_out += from.items_out;
+      }
+  }
+  return p;
 }
 
 // A value given on the command line that flowd cannot use: exit 1 (a bad
@@ -245,7 +239,7 @@ int cmd_run(const Args& args, const std::vector<std::string>& full_command_line)
   std::vector<std::string> labels;
   long label_rank = 0;
   bool no_progress = false;
-  std::string trace_file, report_file;
+  std::string trace_file, report_file, stage_profile_file;
   std::string journal_dir;
   bool resume = false;
   bool overwrite = false;
@@ -254,6 +248,7 @@ int cmd_run(const Args& args, const std::vector<std::string>& full_command_line)
       ("keep-going,k", po::bool_switch(&e.keep_going), "record failed items and go on; exit 4 if any failed")
       ("trace", po::value(&trace_file), "write a Chrome/Perfetto trace of the run to FILE")
       ("report", po::value(&report_file), "write a self-contained HTML report of the run to FILE")
+      ("stage-profile", po::value(&stage_profile_file), "write each stage's cost per source item to FILE, for flowd plan")
       ("no-progress", po::bool_switch(&no_progress), "no progress table or progress log lines")
       ("journal", po::value(&journal_dir), "keep a journal of finished work in DIR so the run can be resumed")
       ("resume", po::bool_switch(&resume), "continue the run journalled in --journal DIR: skip what it finished")
@@ -370,6 +365,19 @@ int cmd_run(const Args& args, const std::vector<std::string>& full_command_line)
     session->finish();
   }
   save_model(model, model_file, log);
+  if (!stage_profile_file.empty()) {
+    if (report.status != runtime::RunStatus::succeeded) {
+      log.warn("no stage profile written: the run did not succeed");
+    } else {
+      try {
+        placement::save_profile(stage_profile(graph, report.final), stage_profile_file);
+        log.info("stage profile written to " + stage_profile_file);
+      } catch (const std::exception& ex) {
+        log.error(ex.what());
+        return exit_run_failed;
+      }
+    }
+  }
   if (recorder.enabled()) {
     const auto t = recorder.snapshot(report.config);
     try {

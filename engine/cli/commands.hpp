@@ -21,6 +21,7 @@ int cmd_validate(const Args& args);
 int cmd_plugins(const Args& args);
 int cmd_inspect(const Args& args);
 int cmd_calibrate(const Args& args);
+int cmd_plan(const Args& args);
 int cmd_perf(const Args& args);
 int cmd_keygen(const Args& args);
 int cmd_worker(const Args& args);

@@ -19,6 +19,7 @@ constexpr const char* usage = R"(usage: flowd WORKFLOW.json [options]       run 
        flowd inspect OPERATOR|PLUGIN [options] ports, parameters and docs of one operator
        flowd calibrate WORKFLOW.json [options] measure every variant on a sample; update the performance model
        flowd perf [options]                    what the performance model has learnt
+       flowd plan WORKFLOW.json --sites S --profile P  where each stage should run on a chain of sites
        flowd keygen [NAME] [options]           a CURVE key pair (NAME.key, NAME.pub) for TCP endpoints
        flowd worker --connect ADDR [options]   a worker node of a cluster run (flowd run --listen ADDR)
        flowd --version | --help
@@ -61,6 +62,7 @@ int main(int argc, char** argv) {
     if (first == "plugins") return cmd_plugins(rest);
     if (first == "inspect") return cmd_inspect(rest);
     if (first == "calibrate") return cmd_calibrate(rest);
+    if (first == "plan") return cmd_plan(rest);
     if (first == "perf") return cmd_perf(rest);
     if (first == "keygen") return cmd_keygen(rest);
     if (first == "worker") return cmd_worker(rest);

@@ -260,6 +260,7 @@ Progress RunState::progress_locked() const {
                                      .tasks_done = s.tasks_done.load(),
                                      .on_gpu = s.on_gpu.load(),
                                      .items_out = s.items_out.load(),
+                                     .bytes_out = s.bytes_out.load(),
                                      .failures = s.failures.load(),
                                      .running = s.running.load(),
                                      .busy_seconds = static_cast<double>(s.busy_ns.load()) * 1e-9,

@@ -84,6 +84,7 @@ struct StageProgress {
   std::uint64_t tasks_done = 0;
   std::uint64_t on_gpu = 0;   // tasks run on a GPU-like worker
   std::uint64_t items_out = 0;
+  std::uint64_t bytes_out = 0;  // of the items it emitted in this process: arrays' bytes, JSON text, tables ~8 bytes a cell
   std::uint64_t failures = 0;
   std::uint64_t running = 0;
   double busy_seconds = 0;  // summed task time

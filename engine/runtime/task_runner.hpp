@@ -60,6 +60,7 @@ struct Stage {
   std::atomic<std::uint64_t> tasks_done{0};
   std::atomic<std::uint64_t> on_gpu{0};
   std::atomic<std::uint64_t> items_out{0};
+  std::atomic<std::uint64_t> bytes_out{0};  // of the items routed in this process (a placement profile)
   std::atomic<std::uint64_t> failures{0};
   std::atomic<std::uint64_t> running{0};
   std::atomic<std::int64_t> busy_ns{0};

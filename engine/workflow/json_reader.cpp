@@ -1,5 +1,7 @@
 #include "workflow/json_reader.hpp"
 
+#include <fstream>
+#include <sstream>
 #include <unordered_map>
 #include <utility>
 
@@ -199,6 +201,22 @@ std::string shorten_pointer(std::string_view pointer, std::size_t keep) {
     if (pointer[i] == '/' && ++tokens == keep + 1) cut = i;
   if (tokens <= keep) return std::string(pointer);
   return std::string(pointer.substr(0, cut)) + "/...(" + std::to_string(tokens - keep) + " more levels)";
+}
+
+nlohmann::json read_json_file(const std::filesystem::path& file, const std::string& what) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw Error("cannot read the " + what + " '" + file.string() + "'");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string text = ss.str();
+  JsonRead r = read_json(text);
+  const std::string name = file.string();
+  if (r.failure == JsonRead::Failure::syntax)
+    throw ValidationError(name, {{name + ":" + line_column(text, r.byte), r.message}});
+  if (r.failure == JsonRead::Failure::too_deep)
+    throw ValidationError(name, {{shorten_pointer(r.pointer), r.message}});
+  if (!r.duplicates.empty()) throw ValidationError(name, std::move(r.duplicates));
+  return nlohmann::json::parse(r.value.dump());
 }
 
 }  // namespace flowd::workflow

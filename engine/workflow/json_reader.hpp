@@ -4,6 +4,7 @@
 // recurses over the document, keys are checked for duplicates, and time and
 // memory stay linear in the input whatever its shape.
 #include <cstddef>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -50,5 +51,11 @@ std::string line_column(std::string_view text, std::size_t offset);
 // "/…(N more levels)" when there are more. Long pointers come from deep
 // nesting, and a line of several kilobytes helps nobody.
 std::string shorten_pointer(std::string_view pointer, std::size_t keep = 8);
+
+// A whole JSON file read as read_json reads a workflow (flowd plan's sites
+// and profile files): throws flowd::Error "cannot read the WHAT 'FILE'", or
+// ValidationError at FILE:LINE:COLUMN (syntax), at the pointer (too deep),
+// or listing the duplicate keys.
+nlohmann::json read_json_file(const std::filesystem::path& file, const std::string& what);
 
 }  // namespace flowd::workflow

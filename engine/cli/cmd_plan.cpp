@@ -1,0 +1,134 @@
+// flowd plan: where each stage of a workflow should run on a chain of
+// sites (engine/placement; docs/cluster.md "Placement"), beside the
+// obvious defaults.
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+
+#include <boost/program_options.hpp>
+
+#include "cli/columns.hpp"
+#include "cli/commands.hpp"
+#include "cli/exit_codes.hpp"
+#include "cli/workflow_options.hpp"
+#include "placement/planner.hpp"
+#include "placement/profile.hpp"
+#include "util/fs.hpp"
+
+namespace po = boost::program_options;
+
+namespace flowd::cli {
+
+namespace {
+
+std::string seconds(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, s >= 100 ? "%.0f s" : s >= 1 ? "%.2f s" : "%.3f s", s);
+  return buf;
+}
+
+std::string per_item(const placement::Prediction& p) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.4g s/item", p.bottleneck);
+  return p.bottleneck_name + " (" + buf + ")";
+}
+
+// The site with the most compute (speed × nodes; the first of equals).
+std::size_t compute_site(const placement::Sites& s) {
+  std::size_t best = 0;
+  for (std::size_t j = 1; j < s.size(); ++j)
+    if (s.sites[j].speed * s.sites[j].nodes > s.sites[best].speed * s.sites[best].nodes) best = j;
+  return best;
+}
+
+}  // namespace
+
+int cmd_plan(const Args& args) {
+  CommonOptions o;
+  std::string sites_file, profile_file, write_file;
+  std::uint64_t items = 0;
+  po::options_description desc("Options");
+  desc.add_options()("workflow", po::value(&o.workflow)->required(), "workflow JSON file")
+      ("sites", po::value(&sites_file)->required(), "the chain of sites (docs/cluster.md \"Sites\")")
+      ("profile", po::value(&profile_file)->required(),
+       "each stage's cost per source item (flowd run --stage-profile FILE, or by hand)")
+      ("items", po::value(&items), "source items to plan for (default: the profile's)")
+      ("write", po::value(&write_file), "write the chosen placement as JSON to FILE");
+  add_common(desc, o);
+  po::variables_map vm;
+  if (auto rc = parse_command(args, desc, "usage: flowd plan WORKFLOW.json --sites SITES.json --profile PROFILE.json "
+                                          "[--items N] [options]",
+                              "workflow", vm))
+    return *rc;
+  Logger log = make_logger(o);
+  try {
+    const auto g = load_graph(o, log);
+    const placement::Sites sites = placement::load_sites(sites_file);
+    const placement::Profile profile = placement::load_profile(profile_file);
+    if (items == 0) items = std::max<std::uint64_t>(profile.source_items, 1);
+    const placement::Problem problem = placement::problem_of(g, profile, sites, items);
+    const placement::Plan plan = placement::plan(problem);
+
+    std::string chain;
+    for (const auto& s : sites.sites) chain += (chain.empty() ? "" : " -> ") + s.name;
+    std::cout << o.workflow << " on " << chain << ", " << items << " items (profile " << profile_file << ")\n"
+              << "search: " << plan.method << " ("
+              << plan.tried << (plan.method == "exhaustive" ? " placements" : " candidate bottlenecks") << ")\n\n";
+    Columns stages;
+    stages.row({"stage", "site", "s/item", "out/item"});
+    const auto groups = placement::fused_groups(problem, plan.where);
+    for (std::size_t i = 0; i < problem.stages.size(); ++i) {
+      const auto& st = problem.stages[i];
+      char cost[32], out[32];
+      std::snprintf(cost, sizeof cost, "%.4g", st.seconds);
+      std::snprintf(out, sizeof out, "%.3g MB", st.bytes_out / 1e6);
+      stages.row({st.name, sites.sites[plan.where[i]].name, cost, out});
+    }
+    std::cout << stages.str("  ");
+    std::cout << "fused (run back to back on one node):";
+    for (const auto& grp : groups) {
+      if (grp.size() < 2) continue;
+      std::cout << " [";
+      for (std::size_t k = 0; k < grp.size(); ++k) std::cout << (k ? " " : "") << problem.stages[grp[k]].name;
+      std::cout << "]";
+    }
+    std::cout << (std::all_of(groups.begin(), groups.end(), [](const auto& g2) { return g2.size() < 2; }) ? " none\n\n"
+                                                                                                          : "\n\n");
+
+    Columns table;
+    table.row({"placement", "predicted", "bottleneck"});
+    table.row({"planned", seconds(plan.predicted.total), per_item(plan.predicted)});
+    auto everything_at = [&](std::size_t j) {
+      return placement::predict(problem, placement::Placement(problem.stages.size(), j));
+    };
+    const auto at_data = everything_at(0);
+    const auto at_compute = everything_at(compute_site(sites));
+    const auto demand = placement::predict_demand_driven(problem);
+    table.row({"everything at " + sites.sites[0].name + " (the data site)", seconds(at_data.total), per_item(at_data)});
+    table.row({"everything at " + sites.sites[compute_site(sites)].name + " (the most compute)",
+               seconds(at_compute.total), per_item(at_compute)});
+    table.row({"demand-driven (today's default, modelled)", seconds(demand.total), per_item(demand)});
+    std::cout << table.str("  ");
+
+    if (!write_file.empty()) {
+      Json stages_json = Json::object();
+      for (std::size_t i = 0; i < problem.stages.size(); ++i)
+        stages_json[problem.stages[i].name] = sites.sites[plan.where[i]].name;
+      const Json doc = {{"version", 1},
+                        {"sites", sites_file},
+                        {"items", items},
+                        {"method", plan.method},
+                        {"predicted_seconds", plan.predicted.total},
+                        {"bottleneck", plan.predicted.bottleneck_name},
+                        {"stages", stages_json}};
+      write_file_atomic(write_file, doc.dump(2) + "\n");
+      log.info("placement written to " + write_file);
+    }
+    return exit_ok;
+  } catch (const std::exception& e) {
+    log.error(e.what());
+    return exit_invalid;
+  }
+}
+
+}  // namespace flowd::cli

@@ -1,0 +1,142 @@
+#include "placement/model.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace flowd::placement {
+
+void check(const Problem& p) {
+  if (p.sites.size() < 1 || p.sites.links.size() + 1 != p.sites.size())
+    throw std::invalid_argument("placement: the sites must form a chain (one link between each two)");
+  for (std::size_t i = 0; i < p.stages.size(); ++i) {
+    const StageCost& s = p.stages[i];
+    if (!(s.seconds >= 0) || !(s.bytes_out >= 0) || !(s.items_out >= 0) || !(s.input_bytes >= 0))
+      throw std::invalid_argument("placement: stage '" + s.name + "' has a negative or unknown cost");
+    for (const std::size_t c : s.consumers)
+      if (c <= i || c >= p.stages.size())
+        throw std::invalid_argument("placement: stage '" + s.name + "' feeds stage " + std::to_string(c) +
+                                    ", which is not after it in the order");
+  }
+}
+
+bool feasible(const Problem& p, const Placement& where) {
+  if (where.size() != p.stages.size()) return false;
+  for (std::size_t i = 0; i < p.stages.size(); ++i) {
+    if (where[i] >= p.sites.size()) return false;
+    for (const std::size_t c : p.stages[i].consumers)
+      if (where[c] < where[i]) return false;
+  }
+  return true;
+}
+
+namespace {
+
+// Adds `bytes` and `items` per source item crossing links [from, to).
+void cross(const Problem& p, Prediction& out, std::vector<bool>& used, std::size_t from, std::size_t to,
+           double bytes, double items) {
+  for (std::size_t j = from; j < to; ++j) {
+    const Link& l = p.sites.links[j];
+    out.link_seconds[j] += bytes / l.bandwidth + items * l.message_overhead;
+    out.link_bytes[j] += bytes;
+    used[j] = used[j] || bytes > 0 || items > 0;
+  }
+}
+
+void finish(const Problem& p, Prediction& out, const std::vector<bool>& used) {
+  double sum = 0;
+  out.bottleneck = -1;
+  for (std::size_t j = 0; j < out.site_seconds.size(); ++j) {
+    sum += out.site_seconds[j];
+    if (out.site_seconds[j] > out.bottleneck) {
+      out.bottleneck = out.site_seconds[j];
+      out.bottleneck_name = "site " + p.sites.sites[j].name;
+    }
+  }
+  for (std::size_t j = 0; j < out.link_seconds.size(); ++j) {
+    sum += out.link_seconds[j] + (used[j] ? p.sites.links[j].latency : 0.0);
+    if (out.link_seconds[j] > out.bottleneck) {
+      out.bottleneck = out.link_seconds[j];
+      out.bottleneck_name = "link " + p.sites.sites[j].name + " -> " + p.sites.sites[j + 1].name;
+    }
+  }
+  const double n = static_cast<double>(std::max<std::uint64_t>(p.items, 1));
+  out.total = (n - 1) * out.bottleneck + sum;
+}
+
+Prediction empty_prediction(const Problem& p) {
+  Prediction out;
+  out.site_seconds.assign(p.sites.size(), 0.0);
+  out.link_seconds.assign(p.sites.links.size(), 0.0);
+  out.link_bytes.assign(p.sites.links.size(), 0.0);
+  return out;
+}
+
+double capacity(const Site& s) { return s.speed * static_cast<double>(s.nodes); }
+
+}  // namespace
+
+Prediction predict(const Problem& p, const Placement& where) {
+  if (!feasible(p, where)) throw std::invalid_argument("placement: a stage is placed after one of its consumers");
+  Prediction out = empty_prediction(p);
+  std::vector<bool> used(p.sites.links.size(), false);
+  const std::size_t last = p.sites.size() - 1;
+  for (std::size_t i = 0; i < p.stages.size(); ++i) {
+    const StageCost& s = p.stages[i];
+    out.site_seconds[where[i]] += s.seconds / capacity(p.sites.sites[where[i]]);
+    if (s.source && s.input_bytes > 0) cross(p, out, used, 0, where[i], s.input_bytes, 1.0);
+    std::size_t farthest = where[i];
+    for (const std::size_t c : s.consumers) farthest = std::max(farthest, where[c]);
+    if (s.sink) farthest = last;
+    cross(p, out, used, where[i], farthest, s.bytes_out, s.items_out);
+  }
+  finish(p, out, used);
+  return out;
+}
+
+Prediction predict_demand_driven(const Problem& p) {
+  Prediction out = empty_prediction(p);
+  std::vector<bool> used(p.sites.links.size(), false);
+  const std::size_t last = p.sites.size() - 1;
+  double total_capacity = 0;
+  for (const Site& s : p.sites.sites) total_capacity += capacity(s);
+  for (std::size_t i = 0; i < p.stages.size(); ++i) {
+    const StageCost& s = p.stages[i];
+    const bool on_coordinator = s.source || s.sink;
+    if (on_coordinator) {
+      out.site_seconds[last] += s.seconds / capacity(p.sites.sites[last]);
+      if (s.source && s.input_bytes > 0) cross(p, out, used, 0, last, s.input_bytes, 1.0);
+      continue;
+    }
+    // Its share on each site: compute there, its inputs out from the
+    // coordinator and its outputs back.
+    double in_bytes = 0, in_items = 0;
+    for (std::size_t q = 0; q < i; ++q)
+      if (std::find(p.stages[q].consumers.begin(), p.stages[q].consumers.end(), i) != p.stages[q].consumers.end()) {
+        in_bytes += p.stages[q].bytes_out;
+        in_items += p.stages[q].items_out;
+      }
+    for (std::size_t j = 0; j < p.sites.size(); ++j) {
+      const double share = capacity(p.sites.sites[j]) / total_capacity;
+      out.site_seconds[j] += share * s.seconds / capacity(p.sites.sites[j]);
+      cross(p, out, used, j, last, share * (in_bytes + s.bytes_out), share * (in_items + s.items_out));
+    }
+  }
+  finish(p, out, used);
+  return out;
+}
+
+std::vector<std::vector<std::size_t>> fused_groups(const Problem& p, const Placement& where) {
+  std::vector<std::vector<std::size_t>> groups;
+  for (std::size_t i = 0; i < p.stages.size(); ++i) {
+    const bool joins = i > 0 && where[i] == where[i - 1] &&
+                       std::find(p.stages[i - 1].consumers.begin(), p.stages[i - 1].consumers.end(), i) !=
+                           p.stages[i - 1].consumers.end();
+    if (joins)
+      groups.back().push_back(i);
+    else
+      groups.push_back({i});
+  }
+  return groups;
+}
+
+}  // namespace flowd::placement

@@ -1,0 +1,74 @@
+#pragma once
+// What the planner weighs (seed 003's cost model, for a stream; docs/
+// cluster.md "Placement"): per source item, each stage's compute time on a
+// node of speed 1 and the bytes and items it hands its consumers; the chain
+// of sites (sites.hpp); and how many source items flow.
+//
+// A placement gives every stage a site. Per source item, site j takes
+//   T(C_j) = Σ over its stages of seconds / (speed_j · nodes_j)
+// and link j (between sites j and j + 1)
+//   T(L_j) = Σ over what crosses it of bytes / bandwidth_j + items · overhead_j,
+// where a stage's output crosses the links from its site up to its farthest
+// consumer's (once, however many read it: only what downstream stages
+// consume crosses), the input data cross from the first site to each
+// source's, and a sink's results from its site to the last. For N items
+//   total = (N − 1) · max_k T_k + Σ_j T(C_j) + Σ_j T(L_j) + Σ latencies of the links used,
+// the bottleneck k being a site or a link: the stream's steady state plus
+// one item's way through (the paper's formula; its DP minimised the second
+// part alone).
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "placement/sites.hpp"
+
+namespace flowd::placement {
+
+struct StageCost {
+  std::string name;
+  double seconds = 0;    // compute per source item on a node of speed 1
+  double bytes_out = 0;  // per source item: what its consumers read, or a sink's results
+  double items_out = 1;  // messages per source item (items it emits)
+  std::vector<std::size_t> consumers;  // stages reading its outputs (later in the order)
+  bool source = false;                 // reads the input data, which sit on the first site
+  double input_bytes = 0;              // per source item, read by a source
+  bool sink = false;                   // its results go to the last site
+};
+
+struct Problem {
+  std::vector<StageCost> stages;  // in topological order: producers before consumers
+  Sites sites;
+  std::uint64_t items = 1;
+};
+
+using Placement = std::vector<std::size_t>;  // the site of each stage
+
+struct Prediction {
+  double total = 0;       // seconds for all items
+  double bottleneck = 0;  // seconds per item at the bottleneck
+  std::string bottleneck_name;  // "site cluster" or "link storage -> cluster"
+  std::vector<double> site_seconds, link_seconds;  // per item
+  std::vector<double> link_bytes;                  // per item
+};
+
+// Throws std::invalid_argument naming the problem: a stage before one it
+// consumes, a consumer index out of range, or negative costs.
+void check(const Problem& p);
+
+// Whether every consumer sits at or after its producer's site.
+bool feasible(const Problem& p, const Placement& where);
+
+Prediction predict(const Problem& p, const Placement& where);
+
+// Today's demand-driven placement, modelled: sources and sinks on the
+// coordinator at the last site, every other stage's tasks spread over all
+// sites' nodes in proportion to speed × nodes, each task's inputs sent
+// from the coordinator's site to its node's and its outputs back.
+Prediction predict_demand_driven(const Problem& p);
+
+// Runs of consecutive stages on one site where each reads the one before:
+// fused, run back to back on one node (their items never cross a link).
+std::vector<std::vector<std::size_t>> fused_groups(const Problem& p, const Placement& where);
+
+}  // namespace flowd::placement

@@ -1,0 +1,38 @@
+#pragma once
+// Choosing the site of every stage (docs/cluster.md "Placement"): the
+// placement with the least predicted total (model.hpp) for the stream of
+// N items.
+//
+// - Exhaustive: every feasible placement (each consumer at or after its
+//   producer's site) when there are at most `exhaustive_limit` site
+//   assignments to try (m^n for n stages on m sites): exact over all of
+//   them, branches of a DAG included.
+// - Otherwise a min–max dynamic programme over the stages' topological
+//   order cut into contiguous runs, one per site in chain order. The total
+//   (N − 1)·max + Σ is not a sum of per-site terms, so the programme runs
+//   once per candidate bottleneck B (every value a site's run or a link's
+//   traffic can take): the least Σ with every site and link at most B,
+//   then the least (N − 1)·B + Σ over the B's. Exact over contiguous
+//   placements (all placements, for a chain of stages), O(m²·n⁴).
+#include <cstdint>
+#include <string>
+
+#include "placement/model.hpp"
+
+namespace flowd::placement {
+
+struct Plan {
+  Placement where;
+  Prediction predicted;
+  std::string method;        // "exhaustive" or "min-max DP"
+  std::uint64_t tried = 0;   // placements (exhaustive) or candidate bottlenecks (DP)
+};
+
+inline constexpr std::uint64_t default_exhaustive_limit = 1'000'000;
+
+Plan plan_exhaustive(const Problem& p);
+Plan plan_dp(const Problem& p);
+// Exhaustive when small, else the DP.
+Plan plan(const Problem& p, std::uint64_t exhaustive_limit = default_exhaustive_limit);
+
+}  // namespace flowd::placement

@@ -1,0 +1,88 @@
+// `flowd plan` and `flowd run --stage-profile` (engine/cli/cmd_plan.cpp): a
+// profile measured by a run plans a chain of test stages; the plan is
+// printed beside the defaults and written as JSON; a bad sites file or a
+// profile missing a stage is refused (exit 2) naming what is wrong.
+#include <fstream>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "flowd/item.hpp"
+#include "support/cli.hpp"
+
+using namespace flowd;
+
+namespace {
+
+// count → double → record: a source, a map, a sink.
+const char* chain_workflow(const std::string& out) {
+  static std::string w;
+  w = R"({"version": 1, "stages": {
+    "src": {"op": "test.count", "params": {"count": 20}},
+    "twice": {"op": "test.double", "inputs": {"in": "src.out"}},
+    "sink": {"op": "test.record", "inputs": {"in": "twice.out"}, "params": {"path": ")" + out + R"("}}}})";
+  return w.c_str();
+}
+
+// A slow link and a fast compute site: the map belongs next to the data
+// only when it shrinks what it sends; here it does not, so the plan runs it
+// where the compute is.
+const char* sites_json = R"({"version": 1,
+  "sites": [{"name": "data"}, {"name": "compute", "nodes": 8, "speed": 2}, {"name": "client"}],
+  "links": [{"from": "data", "to": "compute", "bandwidth_mb_s": 1, "latency_ms": 1},
+            {"from": "compute", "to": "client", "bandwidth_mb_s": 100}]})";
+
+}  // namespace
+
+TEST(PlanCli, AMeasuredProfilePlansTheChainBesideTheDefaults) {
+  const auto dir = test::scratch();
+  std::ofstream(dir / "wf.json") << chain_workflow((dir / "out.txt").string());
+  std::ofstream(dir / "sites.json") << sites_json;
+  const auto run = test::flowd_cmd(dir, {"wf.json", "--stage-profile", "profile.json", "--no-progress", "--no-perf-model"});
+  ASSERT_EQ(run.code, 0) << run.err;
+  const Json prof = Json::parse(test::slurp(dir / "profile.json"));
+  EXPECT_EQ(prof["source_items"], 20);
+  for (const char* s : {"src", "twice", "sink"}) EXPECT_TRUE(prof["stages"].contains(s)) << prof.dump();
+  EXPECT_DOUBLE_EQ(prof["stages"]["twice"]["items_out"].get<double>(), 1.0);
+  EXPECT_GT(prof["stages"]["src"]["bytes_out"].get<double>(), 0.0);
+
+  // Heavier stages by hand, so that the plan does not hang on timing noise:
+  // 50 ms of compute per item in the map, 100 kB per item everywhere.
+  Json p = prof;
+  for (const char* s : {"src", "twice", "sink"}) {
+    p["stages"][s]["bytes_out"] = 1e5;
+    p["stages"][s]["seconds"] = std::string(s) == "twice" ? 0.05 : 0.0;
+  }
+  p["stages"]["src"]["input_bytes"] = 1e5;
+  std::ofstream(dir / "heavy.json") << p.dump();
+  const auto plan = test::flowd_cmd(dir, {"plan", "wf.json", "--sites", "sites.json", "--profile", "heavy.json",
+                                          "--items", "100", "--write", "plan.json"});
+  ASSERT_EQ(plan.code, 0) << plan.err;
+  for (const char* want : {"search: exhaustive", "planned", "everything at data (the data site)",
+                           "everything at compute (the most compute)", "demand-driven (today's default, modelled)"})
+    EXPECT_NE(plan.out.find(want), std::string::npos) << want << "\n" << plan.out;
+  const Json written = Json::parse(test::slurp(dir / "plan.json"));
+  EXPECT_EQ(written["stages"]["twice"], "compute") << written.dump();
+  EXPECT_EQ(written["items"], 100);
+  EXPECT_EQ(written["method"], "exhaustive");
+}
+
+TEST(PlanCli, BadSitesAndIncompleteProfilesAreRefusedNamingTheProblem) {
+  const auto dir = test::scratch();
+  std::ofstream(dir / "wf.json") << chain_workflow((dir / "out.txt").string());
+  std::ofstream(dir / "sites.json") << R"({"version": 1, "sites": [{"name": "a"}, {"name": "b"}],
+    "links": [{"from": "a", "to": "b", "bandwidth_mb_s": 0}]})";
+  std::ofstream(dir / "profile.json") << R"({"version": 1, "stages": {"src": {"seconds": 0.1}}})";
+  const auto bad_sites = test::flowd_cmd(dir, {"plan", "wf.json", "--sites", "sites.json", "--profile", "profile.json"});
+  EXPECT_EQ(bad_sites.code, 2);
+  EXPECT_NE(bad_sites.err.find("/links/0/bandwidth_mb_s: must be greater than 0"), std::string::npos) << bad_sites.err;
+  std::ofstream(dir / "sites.json") << sites_json;
+  const auto partial = test::flowd_cmd(dir, {"plan", "wf.json", "--sites", "sites.json", "--profile", "profile.json"});
+  EXPECT_EQ(partial.code, 2);
+  EXPECT_NE(partial.err.find("no costs for 'twice', 'sink'"), std::string::npos) << partial.err;
+  std::ofstream(dir / "profile.json") << R"({"version": 1, "stages": {"src": {"seconds": -1, "colour": 2}}})";
+  const auto wrong = test::flowd_cmd(dir, {"plan", "wf.json", "--sites", "sites.json", "--profile", "profile.json"});
+  EXPECT_EQ(wrong.code, 2);
+  EXPECT_NE(wrong.err.find("/stages/src/seconds: expected a number, at least 0"), std::string::npos) << wrong.err;
+  EXPECT_NE(wrong.err.find("/stages/src/colour: unknown key"), std::string::npos) << wrong.err;
+}

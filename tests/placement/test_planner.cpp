@@ -1,0 +1,193 @@
+// The placement cost model and planner (engine/placement): predictions by
+// hand on a three-site chain, the exhaustive search and the min-max DP
+// against a brute force written here on random chains, and a diamond.
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "placement/planner.hpp"
+
+using namespace flowd::placement;
+
+namespace {
+
+// A (1 node), B (2 nodes), C (1 node at half speed); A→B 10 MB/s, 10 ms,
+// 1 ms a message; B→C 100 MB/s, 2 ms. A source reading 4 MB an item, a
+// 0.4 s segmentation that keeps 100 kB, a sink writing 10 kB; 100 items.
+Problem hand_problem() {
+  Problem p;
+  p.sites.sites = {{"A", "site:A", 1, 1.0}, {"B", "site:B", 2, 1.0}, {"C", "site:C", 1, 0.5}};
+  p.sites.links = {{10e6, 0.010, 0.001}, {100e6, 0.002, 0.0}};
+  StageCost src{"src", 0.01, 4e6, 1, {1}, true, 4e6, false};
+  StageCost seg{"seg", 0.4, 1e5, 1, {2}, false, 0, false};
+  StageCost sink{"sink", 0.02, 1e4, 1, {}, false, 0, true};
+  p.stages = {src, seg, sink};
+  p.items = 100;
+  return p;
+}
+
+}  // namespace
+
+TEST(PlacementModel, PredictionsByHand) {
+  const Problem p = hand_problem();
+  // Read at A, segment at B, write at C: the 4 MB items fill link A→B
+  // (0.4 s + 1 ms each), the bottleneck.
+  const Prediction a = predict(p, {0, 1, 2});
+  EXPECT_NEAR(a.site_seconds[0], 0.01, 1e-12);
+  EXPECT_NEAR(a.site_seconds[1], 0.2, 1e-12);
+  EXPECT_NEAR(a.site_seconds[2], 0.04, 1e-12);
+  EXPECT_NEAR(a.link_seconds[0], 0.401, 1e-12);
+  EXPECT_NEAR(a.link_seconds[1], 0.001, 1e-12);
+  EXPECT_EQ(a.bottleneck_name, "link A -> B");
+  EXPECT_NEAR(a.total, 99 * 0.401 + (0.01 + 0.2 + 0.04 + 0.401 + 0.001 + 0.012), 1e-9);
+  // Everything at A: its one node is the bottleneck (0.43 s); the results
+  // cross both links.
+  const Prediction b = predict(p, {0, 0, 0});
+  EXPECT_EQ(b.bottleneck_name, "site A");
+  EXPECT_NEAR(b.link_seconds[0], 1e4 / 10e6 + 0.001, 1e-12);
+  EXPECT_NEAR(b.link_bytes[1], 1e4, 1e-9);
+  EXPECT_NEAR(b.total, 99 * 0.43 + (0.43 + 0.002 + 1e-4 + 0.012), 1e-9);
+  // A stage before its consumer's site only.
+  EXPECT_FALSE(feasible(p, {1, 0, 2}));
+  EXPECT_THROW(predict(p, {1, 0, 2}), std::invalid_argument);
+}
+
+TEST(PlacementPlanner, TheBestOfTheHandChain) {
+  const Problem p = hand_problem();
+  // Everything on B: the input crosses A→B (the bottleneck either way),
+  // and B's two nodes compute faster than A's one or C's slow one.
+  for (const Plan& plan : {plan_exhaustive(p), plan_dp(p)}) {
+    SCOPED_TRACE(plan.method);
+    EXPECT_EQ(plan.where, (Placement{1, 1, 1}));
+    EXPECT_NEAR(plan.predicted.total, 99 * 0.401 + (0.215 + 0.401 + 1e-4 + 0.012), 1e-9);
+  }
+  EXPECT_EQ(plan(p).method, "exhaustive");
+  EXPECT_EQ(plan(p, 1).method, "min-max DP");
+  EXPECT_EQ(fused_groups(p, {1, 1, 1}), (std::vector<std::vector<std::size_t>>{{0, 1, 2}}));
+  EXPECT_EQ(fused_groups(p, {0, 1, 1}), (std::vector<std::vector<std::size_t>>{{0}, {1, 2}}));
+}
+
+namespace {
+
+// The total of a chain placement, from the formula directly: stage i reads
+// stage i − 1; stage 0 reads the input at site 0; the last writes results
+// that go to the last site.
+double reference_total(const Problem& p, const Placement& w) {
+  const std::size_t m = p.sites.size(), n = p.stages.size();
+  std::vector<double> site(m, 0), link(m - 1, 0), bytes(m - 1, 0);
+  auto add = [&](std::size_t from, std::size_t to, double b, double items) {
+    for (std::size_t j = from; j < to; ++j) {
+      link[j] += b / p.sites.links[j].bandwidth + items * p.sites.links[j].message_overhead;
+      bytes[j] += b + items;
+    }
+  };
+  add(0, w[0], p.stages[0].input_bytes, 1);
+  for (std::size_t i = 0; i < n; ++i) {
+    site[w[i]] += p.stages[i].seconds / (p.sites.sites[w[i]].speed * p.sites.sites[w[i]].nodes);
+    add(w[i], i + 1 < n ? w[i + 1] : m - 1, p.stages[i].bytes_out, p.stages[i].items_out);
+  }
+  double worst = 0, sum = 0;
+  for (double s : site) worst = std::max(worst, s), sum += s;
+  for (std::size_t j = 0; j + 1 < m; ++j) {
+    worst = std::max(worst, link[j]);
+    sum += link[j] + (bytes[j] > 0 ? p.sites.links[j].latency : 0);
+  }
+  return (static_cast<double>(p.items) - 1) * worst + sum;
+}
+
+Problem random_chain(std::mt19937_64& rng) {
+  std::uniform_int_distribution<int> stages(1, 6), sites(2, 4), nodes(1, 4);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  Problem p;
+  const int m = sites(rng), n = stages(rng);
+  for (int j = 0; j < m; ++j) p.sites.sites.push_back({"s" + std::to_string(j), "", nodes(rng), 0.25 + 2 * u(rng)});
+  for (int j = 0; j + 1 < m; ++j) p.sites.links.push_back({1e6 * (0.5 + 50 * u(rng)), 0.01 * u(rng), 0.002 * u(rng)});
+  for (int i = 0; i < n; ++i) {
+    StageCost s;
+    s.name = "st" + std::to_string(i);
+    s.seconds = u(rng) < 0.2 ? 0.0 : u(rng);
+    s.bytes_out = 1e6 * u(rng) * u(rng) * 4;
+    s.items_out = 1 + std::floor(3 * u(rng));
+    if (i + 1 < n) s.consumers = {static_cast<std::size_t>(i + 1)};
+    s.source = i == 0;
+    s.input_bytes = i == 0 ? 1e6 * 8 * u(rng) : 0;
+    s.sink = i + 1 == n;
+    p.stages.push_back(s);
+  }
+  p.items = 1 + static_cast<std::uint64_t>(200 * u(rng));
+  return p;
+}
+
+}  // namespace
+
+TEST(PlacementPlanner, BothSearchesFindTheBruteForceOptimumOnRandomChains) {
+  std::mt19937_64 rng(17);
+  for (int t = 0; t < 300; ++t) {
+    const Problem p = random_chain(rng);
+    SCOPED_TRACE("chain " + std::to_string(t) + ": " + std::to_string(p.stages.size()) + " stages on " +
+                 std::to_string(p.sites.size()) + " sites");
+    // Brute force over every monotone placement, with the reference formula.
+    double best = INFINITY;
+    Placement w(p.stages.size(), 0);
+    for (;;) {
+      if (std::is_sorted(w.begin(), w.end())) {
+        const double r = reference_total(p, w);
+        EXPECT_NEAR(predict(p, w).total, r, 1e-9 * std::max(1.0, r)) << "the model agrees with the formula";
+        best = std::min(best, r);
+      }
+      std::size_t i = 0;
+      while (i < w.size() && ++w[i] == p.sites.size()) w[i++] = 0;
+      if (i == w.size()) break;
+    }
+    const Plan e = plan_exhaustive(p), d = plan_dp(p);
+    EXPECT_NEAR(e.predicted.total, best, 1e-9 * best);
+    EXPECT_NEAR(d.predicted.total, best, 1e-9 * best);
+    EXPECT_NEAR(predict(p, d.where).total, d.predicted.total, 1e-12 * best);
+  }
+}
+
+// A diamond (src → a, src → b, a + b → sink): the branches may sit on
+// different sites, which the exhaustive search tries and the DP (contiguous
+// in one order) may not; the DP is never better, and the exhaustive search
+// is the best of every feasible placement.
+TEST(PlacementPlanner, ADiamondIsSearchedWholeByTheExhaustiveSearch) {
+  std::mt19937_64 rng(5);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  for (int t = 0; t < 50; ++t) {
+    Problem p = random_chain(rng);
+    p.stages.resize(1);
+    p.stages[0].consumers = {1, 2};
+    p.stages[0].sink = false;
+    p.stages.push_back({"a", u(rng), 1e6 * u(rng), 1, {3}, false, 0, false});
+    p.stages.push_back({"b", u(rng), 1e6 * u(rng), 1, {3}, false, 0, false});
+    p.stages.push_back({"sink", 0.1 * u(rng), 1e4, 1, {}, false, 0, true});
+    const Plan e = plan_exhaustive(p), d = plan_dp(p);
+    EXPECT_LE(e.predicted.total, d.predicted.total * (1 + 1e-12));
+    Placement w(4, 0);
+    for (;;) {
+      if (feasible(p, w)) {
+        EXPECT_LE(e.predicted.total, predict(p, w).total * (1 + 1e-12));
+      }
+      std::size_t i = 0;
+      while (i < w.size() && ++w[i] == p.sites.size()) w[i++] = 0;
+      if (i == w.size()) break;
+    }
+  }
+}
+
+TEST(PlacementPlanner, BadProblemsAreRefusedNamingTheStage) {
+  Problem p = hand_problem();
+  p.stages[1].consumers = {0};
+  try {
+    plan(p);
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("'seg'"), std::string::npos) << e.what();
+  }
+  p = hand_problem();
+  p.stages[2].seconds = -1;
+  EXPECT_THROW(plan(p), std::invalid_argument);
+}
