@@ -8,7 +8,8 @@
 #include "write_image.hpp"
 #include "write_mosaic.hpp"
 #include "write_pairs.hpp"
+#include "write_view.hpp"
 
 FLOWD_PLUGIN("io", "0.1.0", "Image, tile and HDF5 input/output", flowd::io::ReadImages, flowd::io::ReadTiles,
              flowd::io::WriteImage, flowd::io::WriteMosaic, flowd::io::WriteHdf5, flowd::io::ReadHdf5,
-             flowd::io::ListFiles, flowd::io::WritePairs)
+             flowd::io::ListFiles, flowd::io::WritePairs, flowd::io::WriteView)
