@@ -53,7 +53,8 @@ int cmd_plan(const Args& args) {
       ("profile", po::value(&profile_file)->required(),
        "each stage's cost per source item (flowd run --stage-profile FILE, or by hand)")
       ("items", po::value(&items), "source items to plan for (default: the profile's)")
-      ("write", po::value(&write_file), "write the chosen placement as JSON to FILE");
+      ("write", po::value(&write_file),
+       "write the placement flowd run --placement applies (sources and sinks on the coordinator) to FILE");
   add_common(desc, o);
   po::variables_map vm;
   if (auto rc = parse_command(args, desc, "usage: flowd plan WORKFLOW.json --sites SITES.json --profile PROFILE.json "
@@ -68,6 +69,13 @@ int cmd_plan(const Args& args) {
     if (items == 0) items = std::max<std::uint64_t>(profile.source_items, 1);
     const placement::Problem problem = placement::problem_of(g, profile, sites, items);
     const placement::Plan plan = placement::plan(problem);
+    // What flowd run --placement can apply: sources and sinks stay on the
+    // coordinator's site.
+    placement::Problem runnable_problem = problem;
+    runnable_problem.fixed.assign(g.stages.size(), std::nullopt);
+    for (const auto& s : g.stages)
+      if (s.connected_inputs() == 0 || s.spec().outputs.empty()) runnable_problem.fixed[s.index] = sites.coordinator;
+    const placement::Plan runnable = placement::plan(runnable_problem);
 
     std::string chain;
     for (const auto& s : sites.sites) chain += (chain.empty() ? "" : " -> ") + s.name;
@@ -75,14 +83,14 @@ int cmd_plan(const Args& args) {
               << "search: " << plan.method << " ("
               << plan.tried << (plan.method == "exhaustive" ? " placements" : " candidate bottlenecks") << ")\n\n";
     Columns stages;
-    stages.row({"stage", "site", "s/item", "out/item"});
+    stages.row({"stage", "site", "s/item", "out/item", "site with sources and sinks on the coordinator"});
     const auto groups = placement::fused_groups(problem, plan.where);
     for (std::size_t i = 0; i < problem.stages.size(); ++i) {
       const auto& st = problem.stages[i];
       char cost[32], out[32];
       std::snprintf(cost, sizeof cost, "%.4g", st.seconds);
       std::snprintf(out, sizeof out, "%.3g MB", st.bytes_out / 1e6);
-      stages.row({st.name, sites.sites[plan.where[i]].name, cost, out});
+      stages.row({st.name, sites.sites[plan.where[i]].name, cost, out, sites.sites[runnable.where[i]].name});
     }
     std::cout << stages.str("  ");
     std::cout << "fused (run back to back on one node):";
@@ -98,6 +106,9 @@ int cmd_plan(const Args& args) {
     Columns table;
     table.row({"placement", "predicted", "bottleneck"});
     table.row({"planned", seconds(plan.predicted.total), per_item(plan.predicted)});
+    table.row({"planned, sources and sinks on the coordinator at " + sites.sites[sites.coordinator].name +
+                   " (what flowd run --placement applies)",
+               seconds(runnable.predicted.total), per_item(runnable.predicted)});
     auto everything_at = [&](std::size_t j) {
       return placement::predict(problem, placement::Placement(problem.stages.size(), j));
     };
@@ -113,13 +124,13 @@ int cmd_plan(const Args& args) {
     if (!write_file.empty()) {
       Json stages_json = Json::object();
       for (std::size_t i = 0; i < problem.stages.size(); ++i)
-        stages_json[problem.stages[i].name] = sites.sites[plan.where[i]].name;
+        stages_json[problem.stages[i].name] = sites.sites[runnable.where[i]].name;
       const Json doc = {{"version", 1},
                         {"sites", sites_file},
                         {"items", items},
                         {"method", plan.method},
-                        {"predicted_seconds", plan.predicted.total},
-                        {"bottleneck", plan.predicted.bottleneck_name},
+                        {"predicted_seconds", runnable.predicted.total},
+                        {"bottleneck", runnable.predicted.bottleneck_name},
                         {"stages", stages_json}};
       write_file_atomic(write_file, doc.dump(2) + "\n");
       log.info("placement written to " + write_file);

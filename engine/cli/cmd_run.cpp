@@ -11,6 +11,7 @@
 #include "cli/exit_codes.hpp"
 #include "cli/graph_listing.hpp"
 #include "cli/progress_view.hpp"
+#include "cli/run_placement.hpp"
 #include "cli/setup.hpp"
 #include "cli/signals.hpp"
 #include "cli/workflow_options.hpp"
@@ -240,6 +241,7 @@ int cmd_run(const Args& args, const std::vector<std::string>& full_command_line)
   long label_rank = 0;
   bool no_progress = false;
   std::string trace_file, report_file, stage_profile_file;
+  PlacementOptions placement_options;
   std::string journal_dir;
   bool resume = false;
   bool overwrite = false;
@@ -249,6 +251,10 @@ int cmd_run(const Args& args, const std::vector<std::string>& full_command_line)
       ("trace", po::value(&trace_file), "write a Chrome/Perfetto trace of the run to FILE")
       ("report", po::value(&report_file), "write a self-contained HTML report of the run to FILE")
       ("stage-profile", po::value(&stage_profile_file), "write each stage's cost per source item to FILE, for flowd plan")
+      ("sites", po::value(&placement_options.sites), "the chain of sites this run spans (docs/cluster.md \"Sites\"), for --placement")
+      ("placement", po::value(&placement_options.placement),
+       "auto (planned from --profile) or PLAN.json (flowd plan --write): hold each stage to its site's nodes")
+      ("profile", po::value(&placement_options.profile), "the stage profile --placement plans with and predicts from")
       ("no-progress", po::bool_switch(&no_progress), "no progress table or progress log lines")
       ("journal", po::value(&journal_dir), "keep a journal of finished work in DIR so the run can be resumed")
       ("resume", po::bool_switch(&resume), "continue the run journalled in --journal DIR: skip what it finished")
@@ -322,6 +328,16 @@ int cmd_run(const Args& args, const std::vector<std::string>& full_command_line)
   }
   ro.overwrite = overwrite;
 
+  std::optional<AppliedPlacement> placed;
+  if (placement_options.given()) {
+    try {
+      placed = apply_placement(graph, placement_options, log);
+    } catch (const std::exception& ex) {
+      log.error(ex.what());
+      return exit_invalid;
+    }
+  }
+
   std::unique_ptr<ClusterSession> session;
   try {
     session = ClusterSession::start(cluster, {o.workflow, o.plugins.plugin_path, o.quiet, o.verbose, launch}, graph, ro, log);
@@ -365,6 +381,24 @@ int cmd_run(const Args& args, const std::vector<std::string>& full_command_line)
     session->finish();
   }
   save_model(model, model_file, log);
+  if (placed) {
+    // The report's configuration table shows it (docs/report.md).
+    Json stages = Json::object();
+    for (const auto& st : graph.stages) stages[st.name] = placed->sites.sites[placed->where[st.index]].name;
+    Json entry = {{"sites", placement_options.sites}, {"placement", placement_options.placement}, {"stages", stages},
+                  {"measured_seconds", report.final.elapsed.count()}};
+    if (placed->predicted) {
+      entry["predicted_seconds"] = placed->predicted->total;
+      entry["predicted_bottleneck"] = placed->predicted->bottleneck_name;
+    }
+    report.config["placement"] = std::move(entry);
+  }
+  if (placed && placed->predicted) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "placement: predicted %.2f s (bottleneck %s), measured %.2f s", placed->predicted->total,
+                  placed->predicted->bottleneck_name.c_str(), report.final.elapsed.count());
+    log.info(buf);
+  }
   if (!stage_profile_file.empty()) {
     if (report.status != runtime::RunStatus::succeeded) {
       log.warn("no stage profile written: the run did not succeed");

@@ -12,6 +12,11 @@ void check(const Problem& p) {
     const StageCost& s = p.stages[i];
     if (!(s.seconds >= 0) || !(s.bytes_out >= 0) || !(s.items_out >= 0) || !(s.input_bytes >= 0))
       throw std::invalid_argument("placement: stage '" + s.name + "' has a negative or unknown cost");
+    if (!p.fixed.empty() && p.fixed.size() != p.stages.size())
+      throw std::invalid_argument("placement: fixed sites for " + std::to_string(p.fixed.size()) + " of " +
+                                  std::to_string(p.stages.size()) + " stages");
+    if (!p.fixed.empty() && p.fixed[i] && *p.fixed[i] >= p.sites.size())
+      throw std::invalid_argument("placement: stage '" + s.name + "' is fixed to a site that does not exist");
     for (const std::size_t c : s.consumers)
       if (c <= i || c >= p.stages.size())
         throw std::invalid_argument("placement: stage '" + s.name + "' feeds stage " + std::to_string(c) +
@@ -23,22 +28,27 @@ bool feasible(const Problem& p, const Placement& where) {
   if (where.size() != p.stages.size()) return false;
   for (std::size_t i = 0; i < p.stages.size(); ++i) {
     if (where[i] >= p.sites.size()) return false;
-    for (const std::size_t c : p.stages[i].consumers)
-      if (where[c] < where[i]) return false;
+    if (!p.fixed.empty() && p.fixed[i] && *p.fixed[i] != where[i]) return false;
   }
   return true;
 }
 
 namespace {
 
-// Adds `bytes` and `items` per source item crossing links [from, to).
+// Adds `bytes` and `items` per source item sent from site `from` to site
+// `to` along the chain: forward links (index j: site j to j + 1) when `to`
+// lies after `from`, backward ones (index m − 1 + j: site j + 1 to j) when
+// before. Each direction of a link has the link's bandwidth.
 void cross(const Problem& p, Prediction& out, std::vector<bool>& used, std::size_t from, std::size_t to,
            double bytes, double items) {
-  for (std::size_t j = from; j < to; ++j) {
+  const std::size_t back = p.sites.links.size();
+  const std::size_t lo = std::min(from, to), hi = std::max(from, to);
+  for (std::size_t j = lo; j < hi; ++j) {
     const Link& l = p.sites.links[j];
-    out.link_seconds[j] += bytes / l.bandwidth + items * l.message_overhead;
-    out.link_bytes[j] += bytes;
-    used[j] = used[j] || bytes > 0 || items > 0;
+    const std::size_t d = to > from ? j : back + j;
+    out.link_seconds[d] += bytes / l.bandwidth + items * l.message_overhead;
+    out.link_bytes[d] += bytes;
+    used[d] = used[d] || bytes > 0 || items > 0;
   }
 }
 
@@ -52,11 +62,14 @@ void finish(const Problem& p, Prediction& out, const std::vector<bool>& used) {
       out.bottleneck_name = "site " + p.sites.sites[j].name;
     }
   }
-  for (std::size_t j = 0; j < out.link_seconds.size(); ++j) {
-    sum += out.link_seconds[j] + (used[j] ? p.sites.links[j].latency : 0.0);
-    if (out.link_seconds[j] > out.bottleneck) {
-      out.bottleneck = out.link_seconds[j];
-      out.bottleneck_name = "link " + p.sites.sites[j].name + " -> " + p.sites.sites[j + 1].name;
+  const std::size_t links = p.sites.links.size();
+  for (std::size_t d = 0; d < out.link_seconds.size(); ++d) {
+    const std::size_t j = d % links;
+    sum += out.link_seconds[d] + (used[d] ? p.sites.links[j].latency : 0.0);
+    if (out.link_seconds[d] > out.bottleneck) {
+      out.bottleneck = out.link_seconds[d];
+      out.bottleneck_name = d < links ? "link " + p.sites.sites[j].name + " -> " + p.sites.sites[j + 1].name
+                                      : "link " + p.sites.sites[j + 1].name + " -> " + p.sites.sites[j].name;
     }
   }
   const double n = static_cast<double>(std::max<std::uint64_t>(p.items, 1));
@@ -66,8 +79,8 @@ void finish(const Problem& p, Prediction& out, const std::vector<bool>& used) {
 Prediction empty_prediction(const Problem& p) {
   Prediction out;
   out.site_seconds.assign(p.sites.size(), 0.0);
-  out.link_seconds.assign(p.sites.links.size(), 0.0);
-  out.link_bytes.assign(p.sites.links.size(), 0.0);
+  out.link_seconds.assign(2 * p.sites.links.size(), 0.0);
+  out.link_bytes.assign(2 * p.sites.links.size(), 0.0);
   return out;
 }
 
@@ -76,18 +89,25 @@ double capacity(const Site& s) { return s.speed * static_cast<double>(s.nodes); 
 }  // namespace
 
 Prediction predict(const Problem& p, const Placement& where) {
-  if (!feasible(p, where)) throw std::invalid_argument("placement: a stage is placed after one of its consumers");
+  if (!feasible(p, where))
+    throw std::invalid_argument("placement: a stage placed on a site that does not exist, or a fixed one elsewhere");
   Prediction out = empty_prediction(p);
-  std::vector<bool> used(p.sites.links.size(), false);
+  std::vector<bool> used(2 * p.sites.links.size(), false);
   const std::size_t last = p.sites.size() - 1;
   for (std::size_t i = 0; i < p.stages.size(); ++i) {
     const StageCost& s = p.stages[i];
     out.site_seconds[where[i]] += s.seconds / capacity(p.sites.sites[where[i]]);
     if (s.source && s.input_bytes > 0) cross(p, out, used, 0, where[i], s.input_bytes, 1.0);
-    std::size_t farthest = where[i];
-    for (const std::size_t c : s.consumers) farthest = std::max(farthest, where[c]);
-    if (s.sink) farthest = last;
-    cross(p, out, used, where[i], farthest, s.bytes_out, s.items_out);
+    // Once to the farthest consumer after its site, once to the farthest
+    // before it (and a sink's results to the last site).
+    std::size_t right = where[i], left = where[i];
+    for (const std::size_t c : s.consumers) {
+      right = std::max(right, where[c]);
+      left = std::min(left, where[c]);
+    }
+    if (s.sink) right = last;
+    cross(p, out, used, where[i], right, s.bytes_out, s.items_out);
+    cross(p, out, used, where[i], left, s.bytes_out, s.items_out);
   }
   finish(p, out, used);
   return out;
@@ -95,7 +115,7 @@ Prediction predict(const Problem& p, const Placement& where) {
 
 Prediction predict_demand_driven(const Problem& p) {
   Prediction out = empty_prediction(p);
-  std::vector<bool> used(p.sites.links.size(), false);
+  std::vector<bool> used(2 * p.sites.links.size(), false);
   const std::size_t last = p.sites.size() - 1;
   double total_capacity = 0;
   for (const Site& s : p.sites.sites) total_capacity += capacity(s);
@@ -118,7 +138,8 @@ Prediction predict_demand_driven(const Problem& p) {
     for (std::size_t j = 0; j < p.sites.size(); ++j) {
       const double share = capacity(p.sites.sites[j]) / total_capacity;
       out.site_seconds[j] += share * s.seconds / capacity(p.sites.sites[j]);
-      cross(p, out, used, j, last, share * (in_bytes + s.bytes_out), share * (in_items + s.items_out));
+      cross(p, out, used, last, j, share * in_bytes, share * in_items);
+      cross(p, out, used, j, last, share * s.bytes_out, share * s.items_out);
     }
   }
   finish(p, out, used);

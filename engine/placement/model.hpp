@@ -6,18 +6,22 @@
 //
 // A placement gives every stage a site. Per source item, site j takes
 //   T(C_j) = Σ over its stages of seconds / (speed_j · nodes_j)
-// and link j (between sites j and j + 1)
+// and each direction of link j (between sites j and j + 1)
 //   T(L_j) = Σ over what crosses it of bytes / bandwidth_j + items · overhead_j,
-// where a stage's output crosses the links from its site up to its farthest
-// consumer's (once, however many read it: only what downstream stages
-// consume crosses), the input data cross from the first site to each
-// source's, and a sink's results from its site to the last. For N items
+// where a stage's output crosses the links from its site to its farthest
+// consumer's on either side (once, however many read it: only what
+// downstream stages consume crosses), the input data cross from the first
+// site to each source's, and a sink's results from its site to the last.
+// Consumers may sit before their producer in the chain (a coordinator at
+// the last site sends tiles back to the cluster): the paper's chain is the
+// case where every item flows forward. For N items
 //   total = (N − 1) · max_k T_k + Σ_j T(C_j) + Σ_j T(L_j) + Σ latencies of the links used,
 // the bottleneck k being a site or a link: the stream's steady state plus
 // one item's way through (the paper's formula; its DP minimised the second
 // part alone).
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,6 +44,9 @@ struct Problem {
   std::vector<StageCost> stages;  // in topological order: producers before consumers
   Sites sites;
   std::uint64_t items = 1;
+  // Stages that must run on a given site (the coordinator's sources and
+  // sinks, for flowd run): empty, or one entry per stage.
+  std::vector<std::optional<std::size_t>> fixed;
 };
 
 using Placement = std::vector<std::size_t>;  // the site of each stage
@@ -48,15 +55,17 @@ struct Prediction {
   double total = 0;       // seconds for all items
   double bottleneck = 0;  // seconds per item at the bottleneck
   std::string bottleneck_name;  // "site cluster" or "link storage -> cluster"
-  std::vector<double> site_seconds, link_seconds;  // per item
-  std::vector<double> link_bytes;                  // per item
+  // Per item. Links: forward (site j to j + 1) at j, backward at m − 1 + j.
+  std::vector<double> site_seconds, link_seconds;
+  std::vector<double> link_bytes;
 };
 
 // Throws std::invalid_argument naming the problem: a stage before one it
 // consumes, a consumer index out of range, or negative costs.
 void check(const Problem& p);
 
-// Whether every consumer sits at or after its producer's site.
+// Whether every stage is on a site of the chain and every fixed stage on
+// its site.
 bool feasible(const Problem& p, const Placement& where);
 
 Prediction predict(const Problem& p, const Placement& where);

@@ -92,6 +92,7 @@ Plan plan_exhaustive(const Problem& p) {
     if (i == n) break;
   }
   if (n == 0) best.predicted = predict(p, where);
+  if (best.where.size() != n) throw std::invalid_argument("placement: no placement keeps every fixed stage on its site");
   return best;
 }
 
@@ -138,7 +139,9 @@ Plan plan_dp(const Problem& p) {
         } else if (k != n) {
           continue;  // the last site ends the order
         }
-        for (std::size_t a = 0; a <= k; ++a) {
+        for (std::size_t a = k + 1; a-- > 0;) {
+          // Stages [a, k) on site j: a fixed one elsewhere ends the run.
+          if (a < k && !p.fixed.empty() && p.fixed[a] && *p.fixed[a] != j) break;
           const double here = c.site(j, a, k);
           if (here > B) continue;
           const double before = j == 0 ? (a == 0 ? 0.0 : inf) : f[j - 1][a];
@@ -163,7 +166,7 @@ Plan plan_dp(const Problem& p) {
       best.predicted.total = total;  // replaced below by the full prediction
     }
   }
-  if (best.where.size() != n) throw std::logic_error("placement: the DP found no placement");
+  if (best.where.size() != n) throw std::invalid_argument("placement: no placement keeps every fixed stage on its site");
   best.predicted = predict(p, best.where);
   return best;
 }

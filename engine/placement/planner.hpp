@@ -3,17 +3,17 @@
 // placement with the least predicted total (model.hpp) for the stream of
 // N items.
 //
-// - Exhaustive: every feasible placement (each consumer at or after its
-//   producer's site) when there are at most `exhaustive_limit` site
-//   assignments to try (m^n for n stages on m sites): exact over all of
-//   them, branches of a DAG included.
+// - Exhaustive: every placement (fixed stages on their sites) when there
+//   are at most `exhaustive_limit` site assignments to try (m^n for n
+//   stages on m sites): exact over all of them, items sent back along the
+//   chain and branches of a DAG on different sites included.
 // - Otherwise a min–max dynamic programme over the stages' topological
 //   order cut into contiguous runs, one per site in chain order. The total
 //   (N − 1)·max + Σ is not a sum of per-site terms, so the programme runs
 //   once per candidate bottleneck B (every value a site's run or a link's
 //   traffic can take): the least Σ with every site and link at most B,
 //   then the least (N − 1)·B + Σ over the B's. Exact over contiguous
-//   placements (all placements, for a chain of stages), O(m²·n⁴).
+//   forward placements (every item flows forward, as in the paper), O(m²·n⁴).
 #include <cstdint>
 #include <string>
 

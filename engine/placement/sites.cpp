@@ -47,7 +47,8 @@ Sites parse_sites(const Json& doc, const std::string& file) {
   Sites out;
   if (!doc.is_object()) throw workflow::ValidationError(file, {{"", "expected an object with \"sites\" and \"links\""}});
   for (const auto& [k, v] : doc.items())
-    if (k != "version" && k != "sites" && k != "links") d.add(workflow::pointer({k}), "unknown key \"" + k + "\"");
+    if (k != "version" && k != "sites" && k != "links" && k != "coordinator")
+      d.add(workflow::pointer({k}), "unknown key \"" + k + "\"");
   if (!doc.contains("version") || !doc["version"].is_number_integer() || doc["version"].get<std::int64_t>() != 1)
     d.add("/version", "expected 1");
   const Json sites = doc.value("sites", Json());
@@ -122,6 +123,14 @@ Sites parse_sites(const Json& doc, const std::string& file) {
       link.message_overhead = number(l, at, "message_overhead_ms", 0.0, false, 0.0, true, d) / 1e3;
       out.links.push_back(link);
     }
+  }
+  out.coordinator = out.sites.empty() ? 0 : out.sites.size() - 1;
+  if (doc.contains("coordinator")) {
+    const Json& c = doc["coordinator"];
+    if (!c.is_string() || out.find(c.get<std::string>()) == out.sites.size())
+      d.add("/coordinator", "expected the name of one of the sites, got " + c.dump());
+    else
+      out.coordinator = out.find(c.get<std::string>());
   }
   if (!d.empty()) throw workflow::ValidationError(file, d.items());
   return out;

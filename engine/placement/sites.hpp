@@ -7,7 +7,8 @@
 //   {"version": 1,
 //    "sites": [{"name": "storage", "nodes": 1, "speed": 1.0}, ...],
 //    "links": [{"from": "storage", "to": "cluster", "bandwidth_mb_s": 10,
-//               "latency_ms": 5, "message_overhead_ms": 0.2}, ...]}
+//               "latency_ms": 5, "message_overhead_ms": 0.2}, ...],
+//    "coordinator": "workstation"}
 //
 // Read with every problem reported at its JSON pointer, as workflows are.
 #include <cstddef>
@@ -36,6 +37,9 @@ struct Link {
 struct Sites {
   std::vector<Site> sites;  // in chain order: the data site first, the client site last
   std::vector<Link> links;  // links[i] joins sites[i] and sites[i + 1]
+  // Where `flowd run` (the coordinator, which runs sources and sinks) is:
+  // "coordinator": NAME, default the last site.
+  std::size_t coordinator = 0;
   std::size_t size() const noexcept { return sites.size(); }
   // The index of the site named `name`, or size().
   std::size_t find(std::string_view name) const noexcept;

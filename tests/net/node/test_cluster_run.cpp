@@ -152,6 +152,45 @@ TEST(ClusterRun, StageLabelsPlaceTasksOnlyOnMatchingNodes) {
   big.wait();
 }
 
+// flowd run --sites S --placement PLAN.json (cli/run_placement.cpp): a
+// stage planned on a site runs only on the nodes labelled with it, the
+// output is what one process gives, and a plan that moves a source off
+// the coordinator's site is refused before anything runs.
+TEST(ClusterRun, APlacementHoldsEachStageToItsSitesNodes) {
+  const auto dir = test::scratch();
+  const auto wf = write(dir, "wf.json", R"({"version": 1, "name": "placed", "vars": {"output": "out.txt"}, "stages": {
+    "src": {"op": "test.count", "params": {"count": 16}},
+    "step": {"op": "test.step", "inputs": {"in": "src.out"}, "params": {"sleep_ms": 5}},
+    "out": {"op": "test.record", "inputs": {"in": "step.out"}, "params": {"path": "${output}"}}}})");
+  const std::string want = expected_output(dir, wf);
+  write(dir, "sites.json", R"({"version": 1, "coordinator": "near",
+    "sites": [{"name": "far"}, {"name": "near"}],
+    "links": [{"from": "far", "to": "near", "bandwidth_mb_s": 100}]})");
+  write(dir, "plan.json", R"({"stages": {"src": "near", "step": "far", "out": "near"}})");
+  write(dir, "bad-plan.json", R"({"stages": {"src": "far", "step": "far", "out": "near"}})");
+  const auto refused = test::flowd_cmd(dir, {wf.string(), "--sites", "sites.json", "--placement", "bad-plan.json",
+                                             "--workers", "1", "--no-progress", "--no-perf-model"});
+  EXPECT_EQ(refused.code, 2);
+  EXPECT_NE(refused.err.find("stage 'src' is a source, which runs on the coordinator at site 'near'"),
+            std::string::npos) << refused.err;
+  const std::string endpoint = "tcp://127.0.0.1:" + std::to_string(test::free_port());
+  Process coordinator(dir, {"run", wf.string(), "--set", "output=" + (dir / "placed.txt").string(), "--listen", endpoint,
+                            "--expect", "2", "--gpu", "none", "--no-progress", "--no-perf-model", "--sites",
+                            "sites.json", "--placement", "plan.json"});
+  Process near(dir, {"worker", "--connect", endpoint, "--gpu", "none", "--cpus", "1", "--name", "near", "--label",
+                     "site:near"});
+  Process far(dir, {"worker", "--connect", endpoint, "--gpu", "none", "--cpus", "1", "--name", "far", "--label",
+                    "site:far"});
+  ASSERT_EQ(coordinator.wait(), 0) << coordinator.err();
+  EXPECT_EQ(test::slurp(dir / "placed.txt"), want);
+  const std::string log = coordinator.err();
+  EXPECT_NE(log.find("placement (plan.json): src@near, step@far, out@near"), std::string::npos) << log;
+  EXPECT_NE(log.find("worker far: 16 tasks"), std::string::npos) << log;
+  EXPECT_NE(log.find("worker near: 0 tasks"), std::string::npos) << log;
+  near.wait();
+  far.wait();
+}
+
 // 64 even tasks on two one-slot workers that each queue three ahead: the
 // nodes stay busy until the end, so stealing has nothing to gain. Busy
 // nodes used to steal into their lookahead from each other (hundreds of
