@@ -358,7 +358,24 @@ int cmd_run(const Args& args, const std::vector<std::string>& full_command_line)
     runtime::Run run(graph, ro, log);
     log.info("running " + o.workflow + " (" + std::to_string(graph.stages.size()) + " stages, scheduler " + ro.scheduler +
              ", workflow sha256 " + ro.provenance["workflow_sha256"].get<std::string>().substr(0, 12) + ")");
-    report = run.execute([&](const runtime::Progress& p) { view.update(p); });
+    std::optional<Replanner> replanner;
+    if (placed && placed->planned && session) replanner.emplace(*placed);
+    report = run.execute([&](const runtime::Progress& p) {
+      view.update(p);
+      if (!replanner) return;
+      std::string why;
+      const auto moved = replanner->check(p, &why);
+      if (why.empty()) return;
+      if (!moved) {
+        log.info("placement: measured costs drifted from the profile (" + why + "); planned again, the placement stays");
+        return;
+      }
+      for (const auto& st : graph.stages)
+        if (!runs_on_coordinator(st))
+          session->coordinator().set_stage_labels(st.index, site_labels(placed->sites.sites[placed->where[st.index]]));
+      log.info("placement: measured costs drifted from the profile (" + why + "); re-planned: " +
+               describe(graph, *placed));
+    });
   } catch (const std::exception& ex) {
     log.error(ex.what());
     return exit_invalid;

@@ -1,5 +1,7 @@
 #include "cli/run_placement.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include "placement/profile.hpp"
@@ -8,9 +10,6 @@
 namespace flowd::cli {
 
 namespace {
-
-// Sources and sinks run on the coordinator in every run.
-bool on_coordinator(const workflow::StageNode& s) { return s.connected_inputs() == 0 || s.spec().outputs.empty(); }
 
 placement::Placement read_plan(const workflow::Graph& g, const placement::Sites& sites, const std::string& file) {
   const Json doc = workflow::read_json_file(file, "placement");
@@ -43,7 +42,7 @@ AppliedPlacement apply_placement(workflow::Graph& g, const PlacementOptions& o, 
     problem = placement::problem_of(g, profile, out.sites, std::max<std::uint64_t>(profile.source_items, 1));
     problem->fixed.assign(g.stages.size(), std::nullopt);
     for (const auto& s : g.stages)
-      if (on_coordinator(s)) problem->fixed[s.index] = home;
+      if (runs_on_coordinator(s)) problem->fixed[s.index] = home;
   }
   if (o.placement == "auto") {
     if (!problem) throw Error("--placement auto needs --profile FILE (flowd run --stage-profile FILE)");
@@ -52,7 +51,7 @@ AppliedPlacement apply_placement(workflow::Graph& g, const PlacementOptions& o, 
   } else {
     out.where = read_plan(g, out.sites, o.placement);
     for (const auto& s : g.stages)
-      if (on_coordinator(s) && out.where[s.index] != home)
+      if (runs_on_coordinator(s) && out.where[s.index] != home)
         throw Error("placement '" + o.placement + "': stage '" + s.name + "' is a " +
                     (s.connected_inputs() == 0 ? "source" : "sink") + ", which runs on the coordinator at site '" +
                     out.sites.sites[home].name + "', not at '" + out.sites.sites[out.where[s.index]].name +
@@ -60,16 +59,16 @@ AppliedPlacement apply_placement(workflow::Graph& g, const PlacementOptions& o, 
                     "keeps them there)");
   }
   if (problem) out.predicted = placement::predict(*problem, out.where);
-  std::string summary;
+  out.problem = problem;
+  out.planned = o.placement == "auto";
+  const std::string summary = describe(g, out);
   for (auto& s : g.stages) {
     const std::string& site = out.sites.sites[out.where[s.index]].name;
-    summary += (summary.empty() ? "" : ", ") + s.name + "@" + site;
-    if (on_coordinator(s)) continue;
+    if (runs_on_coordinator(s)) continue;
     const workflow::StageLabels& had = s.labels;
     if (!had.all.empty() || !had.any.empty() || !had.prefer.empty())
       log.warn("stage '" + s.name + "': its labels are replaced by the placement's site '" + site + "'");
-    s.labels = workflow::StageLabels{};
-    s.labels.all = {out.sites.sites[out.where[s.index]].label};
+    s.labels = site_labels(out.sites.sites[out.where[s.index]]);
   }
   std::string predicted;
   if (out.predicted) {
@@ -79,6 +78,66 @@ AppliedPlacement apply_placement(workflow::Graph& g, const PlacementOptions& o, 
   }
   log.info("placement (" + std::string(o.placement == "auto" ? "planned" : o.placement) + "): " + summary + predicted);
   return out;
+}
+
+bool runs_on_coordinator(const workflow::StageNode& s) {
+  return s.connected_inputs() == 0 || s.spec().outputs.empty();
+}
+
+std::string describe(const workflow::Graph& g, const AppliedPlacement& placed) {
+  std::string out;
+  for (const auto& s : g.stages)
+    out += (out.empty() ? "" : ", ") + s.name + "@" + placed.sites.sites[placed.where[s.index]].name;
+  return out;
+}
+
+workflow::StageLabels site_labels(const placement::Site& site) {
+  workflow::StageLabels l;
+  l.all = {site.label};
+  return l;
+}
+
+std::optional<placement::Placement> Replanner::check(const runtime::Progress& p, std::string* why) {
+  if (done_ || !placed_.planned || !placed_.problem) return std::nullopt;
+  const std::uint64_t expected = p.expected_items.value_or(0);
+  if (p.retired_items < std::max<std::uint64_t>(4, expected / 10) || p.source_items == 0) return std::nullopt;
+  placement::Problem& problem = *placed_.problem;
+  const double items = static_cast<double>(p.source_items);
+  double total = 0;
+  std::vector<std::optional<double>> measured(problem.stages.size());
+  auto movable = [&](std::size_t i) { return problem.fixed.empty() || !problem.fixed[i]; };
+  for (std::size_t i = 0; i < p.stages.size() && i < problem.stages.size(); ++i) {
+    if (p.stages[i].tasks_done < 2) continue;
+    const placement::Site& site = placed_.sites.sites[placed_.where[i]];
+    // Per task times tasks per source item (at least one): the busy time
+    // over the items emitted would count items whose tasks have not run.
+    const double tasks = static_cast<double>(p.stages[i].tasks_done);
+    measured[i] = p.stages[i].busy_seconds / tasks * std::max(1.0, tasks / items) * site.speed;
+    if (movable(i)) total += *measured[i];
+  }
+  // Only the stages a plan can move decide: the coordinator's sources and
+  // sinks stay where they are whatever they cost.
+  std::string drift;
+  for (std::size_t i = 0; i < measured.size(); ++i) {
+    if (!measured[i] || !movable(i) || *measured[i] < 0.05 * total) continue;
+    const double was = problem.stages[i].seconds;
+    if (std::abs(*measured[i] - was) > margin_ * std::max(was, 1e-9)) {
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "%s%s measured %.4g s/item, profiled %.4g", drift.empty() ? "" : "; ",
+                    problem.stages[i].name.c_str(), *measured[i], was);
+      drift += buf;
+    }
+  }
+  if (drift.empty()) return std::nullopt;
+  done_ = true;
+  for (std::size_t i = 0; i < measured.size(); ++i)
+    if (measured[i]) problem.stages[i].seconds = *measured[i];
+  const placement::Plan plan = placement::plan(problem);
+  if (why) *why = drift;
+  if (plan.where == placed_.where) return std::nullopt;
+  placed_.where = plan.where;
+  placed_.predicted = plan.predicted;
+  return plan.where;
 }
 
 }  // namespace flowd::cli

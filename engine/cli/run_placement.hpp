@@ -8,6 +8,7 @@
 #include <string>
 
 #include "placement/planner.hpp"
+#include "runtime/run_types.hpp"
 #include "util/log.hpp"
 #include "workflow/graph.hpp"
 
@@ -24,9 +25,41 @@ struct AppliedPlacement {
   placement::Sites sites;
   placement::Placement where;
   std::optional<placement::Prediction> predicted;  // with a profile
+  std::optional<placement::Problem> problem;       // with a profile: what the plan weighed
+  bool planned = false;                            // --placement auto
 };
 
 // Throws flowd::Error (or ValidationError) naming the file, stage or site.
 AppliedPlacement apply_placement(workflow::Graph& g, const PlacementOptions& o, Logger& log);
+
+// Sources and sinks: the coordinator runs them, wherever a plan would put them.
+bool runs_on_coordinator(const workflow::StageNode& s);
+
+// "src@near, step@far, out@near".
+std::string describe(const workflow::Graph& g, const AppliedPlacement& placed);
+
+// The labels that hold a stage to a site's nodes.
+workflow::StageLabels site_labels(const placement::Site& site);
+
+// Re-planning (--placement auto): once a tenth of the expected source items
+// (at least 4) are done, each stage's measured seconds per source item
+// (its busy time per task times its tasks per source item, at least one,
+// scaled by its site's speed) is
+// compared with the profile's; where a stage the plan can move (not a
+// source or sink) that takes at least 5 % of the movable stages' measured
+// time differs by more than `margin` (0.5: half the
+// profile's value either way), the profile takes the measured values and
+// the placement is planned again, once per run.
+class Replanner {
+public:
+  explicit Replanner(AppliedPlacement& placed, double margin = 0.5) : placed_(placed), margin_(margin) {}
+  // A new placement when this progress calls for one (and then never again).
+  std::optional<placement::Placement> check(const runtime::Progress& p, std::string* why);
+
+private:
+  AppliedPlacement& placed_;
+  double margin_;
+  bool done_ = false;
+};
 
 }  // namespace flowd::cli

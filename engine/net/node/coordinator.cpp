@@ -266,6 +266,16 @@ void Coordinator::finish() {
   }
 }
 
+void Coordinator::set_stage_labels(std::size_t stage, workflow::StageLabels labels) {
+  auto& core = *core_;
+  {
+    std::lock_guard lock(core.m);
+    if (stage >= core.stages.size()) throw std::out_of_range("set_stage_labels: no stage " + std::to_string(stage));
+    core.stages[stage].labels = std::move(labels);
+  }
+  core.cv.notify_all();
+}
+
 CoordinatorStats Coordinator::stats() const {
   const auto& core = *core_;
   std::lock_guard lock(core.m);

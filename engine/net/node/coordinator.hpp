@@ -132,6 +132,11 @@ public:
   // RemoteItem fetched after this throws; released, it is a no-op.
   void finish();
 
+  // Where a stage's tasks may run from now on (a re-plan of the placement,
+  // cli/run_placement.cpp): tasks not yet assigned follow the new labels.
+  // Any thread.
+  void set_stage_labels(std::size_t stage, workflow::StageLabels labels);
+
   CoordinatorStats stats() const;
   // [{"id", "name", "tasks", "busy_seconds", "live"}] per registered worker.
   Json worker_report() const;

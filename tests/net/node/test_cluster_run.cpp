@@ -191,6 +191,46 @@ TEST(ClusterRun, APlacementHoldsEachStageToItsSitesNodes) {
   far.wait();
 }
 
+// --placement auto with a profile that is wrong (the step said to cost
+// nothing, so it is planned next to the coordinator): once the measured
+// time drifts past the margin, the run plans again and the far site's four
+// nodes take the step; the output is unchanged.
+TEST(ClusterRun, APlacementIsPlannedAgainWhenMeasuredCostsDrift) {
+  const auto dir = test::scratch();
+  const auto wf = write(dir, "wf.json", R"({"version": 1, "name": "replan", "vars": {"output": "out.txt"}, "stages": {
+    "src": {"op": "test.count", "params": {"count": 60}},
+    "step": {"op": "test.step", "inputs": {"in": "src.out"}, "params": {"sleep_ms": 30}},
+    "out": {"op": "test.record", "inputs": {"in": "step.out"}, "params": {"path": "${output}"}}}})");
+  const std::string want = expected_output(dir, wf);
+  write(dir, "sites.json", R"({"version": 1, "coordinator": "near",
+    "sites": [{"name": "far", "nodes": 4}, {"name": "near"}],
+    "links": [{"from": "far", "to": "near", "bandwidth_mb_s": 1}]})");
+  // 10 kB an item each way over 1 MB/s: 0.01 s an item, dearer than the
+  // profiled step (0.1 ms), cheaper than the measured one (30 ms) on one node.
+  write(dir, "profile.json", R"({"version": 1, "source_items": 60, "stages": {
+    "src": {"seconds": 0, "bytes_out": 10000, "items_out": 1},
+    "step": {"seconds": 0.0001, "bytes_out": 10000, "items_out": 1},
+    "out": {"seconds": 0, "bytes_out": 100, "items_out": 1}}})");
+  const std::string endpoint = "tcp://127.0.0.1:" + std::to_string(test::free_port());
+  Process coordinator(dir, {"run", wf.string(), "--set", "output=" + (dir / "replan.txt").string(), "--listen", endpoint,
+                            "--expect", "2", "--gpu", "none", "--no-progress", "--no-perf-model", "--sites",
+                            "sites.json", "--placement", "auto", "--profile", "profile.json"});
+  Process near(dir, {"worker", "--connect", endpoint, "--gpu", "none", "--cpus", "1", "--name", "near", "--label",
+                     "site:near"});
+  Process far(dir, {"worker", "--connect", endpoint, "--gpu", "none", "--cpus", "4", "--name", "far", "--label",
+                    "site:far"});
+  ASSERT_EQ(coordinator.wait(), 0) << coordinator.err();
+  EXPECT_EQ(test::slurp(dir / "replan.txt"), want);
+  const std::string log = coordinator.err();
+  EXPECT_NE(log.find("placement (planned): src@near, step@near, out@near"), std::string::npos) << log;
+  EXPECT_NE(log.find("re-planned: src@near, step@far, out@near"), std::string::npos) << log;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(log, m, std::regex(R"(worker far: (\d+) tasks)"))) << log;
+  EXPECT_GT(std::stoi(m[1]), 0) << log;
+  near.wait();
+  far.wait();
+}
+
 // 64 even tasks on two one-slot workers that each queue three ahead: the
 // nodes stay busy until the end, so stealing has nothing to gain. Busy
 // nodes used to steal into their lookahead from each other (hundreds of
