@@ -116,15 +116,16 @@ Prediction predict(const Problem& p, const Placement& where) {
 Prediction predict_demand_driven(const Problem& p) {
   Prediction out = empty_prediction(p);
   std::vector<bool> used(2 * p.sites.links.size(), false);
-  const std::size_t last = p.sites.size() - 1;
+  const std::size_t last = p.sites.size() - 1, home = p.sites.coordinator < p.sites.size() ? p.sites.coordinator : last;
   double total_capacity = 0;
   for (const Site& s : p.sites.sites) total_capacity += capacity(s);
   for (std::size_t i = 0; i < p.stages.size(); ++i) {
     const StageCost& s = p.stages[i];
     const bool on_coordinator = s.source || s.sink;
     if (on_coordinator) {
-      out.site_seconds[last] += s.seconds / capacity(p.sites.sites[last]);
-      if (s.source && s.input_bytes > 0) cross(p, out, used, 0, last, s.input_bytes, 1.0);
+      out.site_seconds[home] += s.seconds / capacity(p.sites.sites[home]);
+      if (s.source && s.input_bytes > 0) cross(p, out, used, 0, home, s.input_bytes, 1.0);
+      if (s.sink) cross(p, out, used, home, last, s.bytes_out, s.items_out);
       continue;
     }
     // Its share on each site: compute there, its inputs out from the
@@ -138,8 +139,8 @@ Prediction predict_demand_driven(const Problem& p) {
     for (std::size_t j = 0; j < p.sites.size(); ++j) {
       const double share = capacity(p.sites.sites[j]) / total_capacity;
       out.site_seconds[j] += share * s.seconds / capacity(p.sites.sites[j]);
-      cross(p, out, used, last, j, share * in_bytes, share * in_items);
-      cross(p, out, used, j, last, share * s.bytes_out, share * s.items_out);
+      cross(p, out, used, home, j, share * in_bytes, share * in_items);
+      cross(p, out, used, j, home, share * s.bytes_out, share * s.items_out);
     }
   }
   finish(p, out, used);

@@ -71,9 +71,10 @@ bool feasible(const Problem& p, const Placement& where);
 Prediction predict(const Problem& p, const Placement& where);
 
 // Today's demand-driven placement, modelled: sources and sinks on the
-// coordinator at the last site, every other stage's tasks spread over all
-// sites' nodes in proportion to speed × nodes, each task's inputs sent
-// from the coordinator's site to its node's and its outputs back.
+// coordinator (at the sites' `coordinator`), every other stage's tasks
+// spread over all sites' nodes in proportion to speed × nodes, each task's
+// inputs sent from the coordinator's site to its node's and its outputs
+// back; a sink's results from the coordinator's site to the last.
 Prediction predict_demand_driven(const Problem& p);
 
 // Runs of consecutive stages on one site where each reads the one before:
