@@ -10,6 +10,7 @@
 #include "cli/columns.hpp"
 #include "cli/commands.hpp"
 #include "cli/exit_codes.hpp"
+#include "cli/run_placement.hpp"
 #include "cli/workflow_options.hpp"
 #include "placement/planner.hpp"
 #include "placement/profile.hpp"
@@ -71,11 +72,7 @@ int cmd_plan(const Args& args) {
     const placement::Plan plan = placement::plan(problem);
     // What flowd run --placement can apply: sources and sinks stay on the
     // coordinator's site.
-    placement::Problem runnable_problem = problem;
-    runnable_problem.fixed.assign(g.stages.size(), std::nullopt);
-    for (const auto& s : g.stages)
-      if (s.connected_inputs() == 0 || s.spec().outputs.empty()) runnable_problem.fixed[s.index] = sites.coordinator;
-    const placement::Plan runnable = placement::plan(runnable_problem);
+    const placement::Plan runnable = placement::plan(coordinator_fixed(g, problem));
 
     std::string chain;
     for (const auto& s : sites.sites) chain += (chain.empty() ? "" : " -> ") + s.name;

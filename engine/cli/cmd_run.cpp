@@ -19,7 +19,6 @@
 #include "net/cluster/launcher.hpp"
 #include "net/cluster/rendezvous.hpp"
 #include "net/node/worker_node.hpp"
-#include "placement/profile.hpp"
 #include "runtime/provenance.hpp"
 #include "runtime/run.hpp"
 #include "runtime/schedulers.hpp"
@@ -69,37 +68,6 @@ void add_exec(po::options_description& d, ExecOptions& o) {
       ("limit", po::value(&o.limit), "stop each source after N items")
       ("perf-model", po::value(&o.perf_model), "performance model file (default $FLOWD_PERF_MODEL or ~/.cache/flowd/perf-model.json)")
       ("no-perf-model", po::bool_switch(&o.no_perf_model), "neither read nor update a performance model file");
-}
-
-// Each stage's cost per source item as this run measured it, for `flowd
-// plan`: its busy time, and the items and bytes it emitted in this process
-// (a cluster run's worker nodes report no bytes). A source's input data are
-// taken to be as large as what it emits, and a sink's results as what it
-// receives (an upper bound: it may compress them).
-placement::Profile stage_profile(const workflow::Graph& g, const runtime::Progress& final) {
-  placement::Profile p;
-  p.source_items = final.source_items;
-  const double n = static_cast<double>(std::max<std::uint64_t>(final.source_items, 1));
-  for (std::size_t i = 0; i < final.stages.size() && i < g.stages.size(); ++i) {
-    const auto& s = final.stages[i];
-    placement::StageProfile sp;
-    sp.seconds = s.busy_seconds / n;
-    sp.bytes_out = static_cast<double>(s.bytes_out) / n;
-    sp.items_out = static_cast<double>(s.items_out) / n;
-    if (g.stages[i].connected_inputs() == 0) sp.input_bytes = sp.bytes_out;
-    p.stages[s.name] = sp;
-  }
-  for (std::size_t i = 0; i < g.stages.size() && i < final.stages.size(); ++i) {
-    if (!g.stages[i].spec().outputs.empty()) continue;
-    placement::StageProfile& sink = p.stages[final.stages[i].name];
-    for (const auto& in : g.stages[i].inputs)
-      if (in && in->stage < final.stages.size()) {
-        const placement::StageProfile& from = p.stages[final.stages[in->stage].name];
-        sink.bytes_out += from.bytes_out;
-        sink.items_out += from.items_out;
-      }
-  }
-  return p;
 }
 
 // A value given on the command line that flowd cannot use: exit 1 (a bad
@@ -421,7 +389,7 @@ int cmd_run(const Args& args, const std::vector<std::string>& full_command_line)
       log.warn("no stage profile written: the run did not succeed");
     } else {
       try {
-        placement::save_profile(stage_profile(graph, report.final), stage_profile_file);
+        placement::save_profile(measured_profile(graph, report.final), stage_profile_file);
         log.info("stage profile written to " + stage_profile_file);
       } catch (const std::exception& ex) {
         log.error(ex.what());

@@ -39,10 +39,8 @@ AppliedPlacement apply_placement(workflow::Graph& g, const PlacementOptions& o, 
   std::optional<placement::Problem> problem;
   if (!o.profile.empty()) {
     const placement::Profile profile = placement::load_profile(o.profile);
-    problem = placement::problem_of(g, profile, out.sites, std::max<std::uint64_t>(profile.source_items, 1));
-    problem->fixed.assign(g.stages.size(), std::nullopt);
-    for (const auto& s : g.stages)
-      if (runs_on_coordinator(s)) problem->fixed[s.index] = home;
+    problem = coordinator_fixed(
+        g, placement::problem_of(g, profile, out.sites, std::max<std::uint64_t>(profile.source_items, 1)));
   }
   if (o.placement == "auto") {
     if (!problem) throw Error("--placement auto needs --profile FILE (flowd run --stage-profile FILE)");
@@ -80,8 +78,41 @@ AppliedPlacement apply_placement(workflow::Graph& g, const PlacementOptions& o, 
   return out;
 }
 
+placement::Profile measured_profile(const workflow::Graph& g, const runtime::Progress& final) {
+  placement::Profile p;
+  p.source_items = final.source_items;
+  const double n = static_cast<double>(std::max<std::uint64_t>(final.source_items, 1));
+  for (std::size_t i = 0; i < final.stages.size() && i < g.stages.size(); ++i) {
+    const auto& s = final.stages[i];
+    placement::StageProfile sp;
+    sp.seconds = s.busy_seconds / n;
+    sp.bytes_out = static_cast<double>(s.bytes_out) / n;
+    sp.items_out = static_cast<double>(s.items_out) / n;
+    if (g.stages[i].connected_inputs() == 0) sp.input_bytes = sp.bytes_out;
+    p.stages[s.name] = sp;
+  }
+  for (std::size_t i = 0; i < g.stages.size() && i < final.stages.size(); ++i) {
+    if (!g.stages[i].spec().outputs.empty()) continue;
+    placement::StageProfile& sink = p.stages[final.stages[i].name];
+    for (const auto& in : g.stages[i].inputs)
+      if (in && in->stage < final.stages.size()) {
+        const placement::StageProfile& from = p.stages[final.stages[in->stage].name];
+        sink.bytes_out += from.bytes_out;
+        sink.items_out += from.items_out;
+      }
+  }
+  return p;
+}
+
 bool runs_on_coordinator(const workflow::StageNode& s) {
   return s.connected_inputs() == 0 || s.spec().outputs.empty();
+}
+
+placement::Problem coordinator_fixed(const workflow::Graph& g, placement::Problem p) {
+  p.fixed.assign(g.stages.size(), std::nullopt);
+  for (const auto& s : g.stages)
+    if (runs_on_coordinator(s)) p.fixed[s.index] = p.sites.coordinator;
+  return p;
 }
 
 std::string describe(const workflow::Graph& g, const AppliedPlacement& placed) {

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "placement/planner.hpp"
+#include "placement/profile.hpp"
 #include "runtime/run_types.hpp"
 #include "util/log.hpp"
 #include "workflow/graph.hpp"
@@ -34,6 +35,16 @@ AppliedPlacement apply_placement(workflow::Graph& g, const PlacementOptions& o, 
 
 // Sources and sinks: the coordinator runs them, wherever a plan would put them.
 bool runs_on_coordinator(const workflow::StageNode& s);
+
+// `p` with the coordinator's stages fixed to the sites' coordinator site:
+// what flowd run can apply.
+placement::Problem coordinator_fixed(const workflow::Graph& g, placement::Problem p);
+
+// Each stage's cost per source item as a run measured it (--stage-profile):
+// its busy time, the items and bytes it emitted in this process (a cluster
+// run's worker nodes report no bytes); a source's input data taken as large
+// as what it emits, a sink's results as what it receives (an upper bound).
+placement::Profile measured_profile(const workflow::Graph& g, const runtime::Progress& final);
 
 // "src@near, step@far, out@near".
 std::string describe(const workflow::Graph& g, const AppliedPlacement& placed);
