@@ -1,5 +1,6 @@
-// The merge-path cosine on the GPU (plugins/cvtree/core/gpu) beside the CPU's
-// compensated walk (core/vector.hpp): equal to 1e-12 for vectors of 0 to
+// The cosine on the GPU (plugins/cvtree/core/gpu), walked by middle (the merge
+// path) and by k-mer, beside the CPU's compensated walk (core/vector.hpp):
+// equal to 1e-12, and to each other, for vectors of 0 to
 // 3·10^5 middles, sparse and dense masks, any overlap, cut anywhere by the
 // merge path (sizes that are not multiples of the grid, ties at the cuts),
 // and for real composition vectors. Every test skips, showing why, without
@@ -88,9 +89,14 @@ struct OnDevice {
   gpu::DeviceVector vector;
 };
 
+// Both walks must give the CPU's sum; they are checked against each other
+// here and each against the CPU by the callers.
 double on_gpu(const CompositionVector& a, const CompositionVector& b, gpu::Scratch& scratch) {
   const OnDevice da(a), db(b);
-  return gpu::cosine(da.vector, db.vector, scratch, nullptr);
+  const double by_middle = gpu::cosine(da.vector, db.vector, scratch, nullptr, gpu::Walk::by_middle);
+  const double by_kmer = gpu::cosine(da.vector, db.vector, scratch, nullptr, gpu::Walk::by_kmer);
+  EXPECT_NEAR(by_middle, by_kmer, 1e-12) << "the walk by middle against the walk by k-mer";
+  return by_kmer;
 }
 
 double on_cpu(const CompositionVector& a, const CompositionVector& b) { return cosine(view_of(a), view_of(b)); }

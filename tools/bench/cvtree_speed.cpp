@@ -15,9 +15,10 @@
 // pair once), and the peak resident memory while the k's vectors are held
 // (VmHWM, freed heap trimmed and the peak reset before the k). --gpu (a
 // CUDA build, flowd_cvtree_gpu; exit 2 without a GPU): the vectors uploaded
-// once, then the median time of the merge-path cosine per pair (from the
-// host: launches, the wait and the 8-byte result included) and its largest
-// difference from the CPU's. Lines "k<k>_<what> <value>" are for scripts.
+// once, then the median time of the GPU cosine per pair (from the host:
+// launches, the wait and the 8-byte result included) and its largest
+// difference from the CPU's, for the automatic walk (k<k>_gpu_*) and for
+// each walk (k<k>_gpu_by_middle_*, k<k>_gpu_by_kmer_*). Lines "k<k>_<what> <value>" are for scripts.
 // Exit 1 on a bad argument.
 //
 // Built by tools/bench/CMakeLists.txt (flowd-bench-cvtree-speed).
@@ -32,6 +33,7 @@
 #include <span>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bench_common.hpp"
@@ -183,19 +185,24 @@ int main(int argc, char** argv) {
         dv.push_back(std::make_unique<cvt::gpu::DeviceBytes>(b.data(), b.size()));
         on_device.push_back(cvt::gpu::device_vector(dv.back()->data(), v.middles.size(), v.ends.size()));
       }
-      std::vector<double> gpu_s;
-      double worst = 0;
-      for (int r = 0; r < repeat + 1; ++r) {  // the first round warms the device up and is not timed
-        std::size_t at = 0;
-        for (std::size_t i = 0; i < n; ++i)
-          for (std::size_t j = i + 1; j < n; ++j, ++at) {
-            const auto t0 = Clock::now();
-            const double c = cvt::gpu::cosine(on_device[i], on_device[j], scratch, nullptr);
-            if (r > 0) gpu_s.push_back(seconds_since(t0));
-            worst = std::max(worst, std::abs(c - cosines[at]));
-          }
+      using Walk = cvt::gpu::Walk;
+      for (const auto& [walk, name] : {std::pair{Walk::automatic, ""}, std::pair{Walk::by_middle, "_by_middle"},
+                                       std::pair{Walk::by_kmer, "_by_kmer"}}) {
+        std::vector<double> gpu_s;
+        double worst = 0;
+        for (int r = 0; r < repeat + 1; ++r) {  // the first round warms the device up and is not timed
+          std::size_t at = 0;
+          for (std::size_t i = 0; i < n; ++i)
+            for (std::size_t j = i + 1; j < n; ++j, ++at) {
+              const auto t0 = Clock::now();
+              const double c = cvt::gpu::cosine(on_device[i], on_device[j], scratch, nullptr, walk);
+              if (r > 0) gpu_s.push_back(seconds_since(t0));
+              worst = std::max(worst, std::abs(c - cosines[at]));
+            }
+        }
+        std::printf("k%d_gpu%s_compare_ms %.4f\nk%d_gpu%s_max_diff %.2e\n", k, name, 1e3 * median(gpu_s), k, name,
+                    worst);
       }
-      std::printf("k%d_gpu_compare_ms %.4f\nk%d_gpu_max_diff %.2e\n", k, 1e3 * median(gpu_s), k, worst);
     }
 #endif
   }

@@ -120,6 +120,85 @@ __global__ void k_merge_dot(DeviceVector a, DeviceVector b, std::size_t per, dou
   }
 }
 
+// The index of the middle whose seen k-mers hold seen k-mer p: the last i
+// with starts[i] <= p (middles may have no seen k-mer, so starts repeat).
+__device__ std::size_t middle_of(const std::uint32_t* starts, std::size_t n_middles, std::size_t p) {
+  std::size_t lo = 0, hi = n_middles;  // starts[0] = 0 <= p < starts[n_middles]
+  while (hi - lo > 1) {
+    const std::size_t mid = lo + (hi - lo) / 2;
+    if (starts[mid] <= p)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+// Where x is among the sorted v[from, to), or `to` (middles in a vector's
+// list, end pairs in a middle's).
+template <typename T>
+__device__ std::size_t find_sorted(const T* v, std::size_t from, std::size_t to, T x) {
+  std::size_t lo = from, hi = to;
+  while (lo < hi) {
+    const std::size_t mid = lo + (hi - lo) / 2;
+    if (v[mid] < x)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < to && v[lo] == x ? lo : to;
+}
+
+// The same sum walked by k-mer rather than by middle, for vectors with few
+// middles and many seen k-mers each (k = 5: 8 000 middles would keep only
+// 16 000 of the grid's threads busy). One grid-stride range over three
+// lists: A's seen k-mers (a·b when B saw it too, else a·u_B when B expects
+// it), B's seen k-mers (u_A·b when A expects it and did not see it), and A's
+// middles (the k-mers both expect, from the masks). Every seen k-mer that
+// both expect is taken off the last count, which leaves those neither saw.
+__global__ void k_kmer_dot(DeviceVector a, DeviceVector b, double* partials) {
+  __shared__ double shared[kThreads];
+  const std::size_t sa = a.n_seen, sb = b.n_seen, total = sa + sb + a.n_middles;
+  const double ua = *a.unseen, ub = *b.unseen;
+  double sum = 0.0;
+  long long both_unseen = 0;  // the k-mers both expect, less those seen in either
+  for (std::size_t w = static_cast<std::size_t>(blockIdx.x) * kThreads + threadIdx.x; w < total;
+       w += std::size_t{kBlocks} * kThreads) {
+    if (w < sa) {
+      const std::size_t i = middle_of(a.starts, a.n_middles, w);
+      const std::size_t j = find_sorted(b.middles, 0, b.n_middles, a.middles[i]);
+      if (j == b.n_middles || !expected(b.masks[j], a.ends[w])) continue;
+      const std::size_t to = b.starts[j + 1];
+      const std::size_t q = find_sorted<std::uint16_t>(b.ends, b.starts[j], to, a.ends[w]);
+      sum += a.values[w] * (q < to ? b.values[q] : ub);
+      --both_unseen;
+    } else if (w < sa + sb) {
+      const std::size_t q = w - sa;
+      const std::size_t j = middle_of(b.starts, b.n_middles, q);
+      const std::size_t i = find_sorted(a.middles, 0, a.n_middles, b.middles[j]);
+      if (i == a.n_middles || !expected(a.masks[i], b.ends[q])) continue;
+      const std::size_t to = a.starts[i + 1];
+      if (find_sorted<std::uint16_t>(a.ends, a.starts[i], to, b.ends[q]) < to) continue;  // A's turn
+      sum += ua * b.values[q];
+      --both_unseen;
+    } else {
+      const std::size_t i = w - sa - sb;
+      const std::size_t j = find_sorted(b.middles, 0, b.n_middles, a.middles[i]);
+      if (j == b.n_middles) continue;
+      const std::uint64_t shared_letters = a.masks[i] & b.masks[j];
+      both_unseen += static_cast<long long>(__popcll(shared_letters & kLetters)) *
+                     static_cast<long long>(__popcll(shared_letters >> 32));
+    }
+  }
+  block_sum(sum, shared);
+  double count = static_cast<double>(both_unseen);  // exact: |count| < 2^53
+  block_sum(count, shared);
+  if (threadIdx.x == 0) {
+    partials[blockIdx.x] = sum;
+    partials[kBlocks + blockIdx.x] = count;
+  }
+}
+
 // C = Σ block sums + u_A·u_B·(k-mers both expect and neither saw), as the
 // CPU adds its last term.
 __global__ void k_sum_blocks(const double* partials, const double* unseen_a, const double* unseen_b, double* out) {
@@ -165,13 +244,23 @@ Scratch::~Scratch() = default;
 
 int Scratch::device() const noexcept { return impl_->device; }
 
-double cosine(const DeviceVector& a, const DeviceVector& b, Scratch& scratch, cudaStream_t stream) {
+Walk walk_for(const DeviceVector& a, const DeviceVector& b) noexcept {
+  return a.n_middles + b.n_middles < kMiddlesForMergePath ? Walk::by_kmer : Walk::by_middle;
+}
+
+double cosine(const DeviceVector& a, const DeviceVector& b, Scratch& scratch, cudaStream_t stream, Walk walk) {
   Scratch::Impl& s = scratch.impl();
   flowd::cuda::DeviceScope scope(s.device, kWho);
-  const std::size_t threads = std::size_t{kBlocks} * kThreads;
-  const std::size_t per = std::max<std::size_t>(1, (a.n_middles + b.n_middles + threads - 1) / threads);
-  k_merge_dot<<<kBlocks, kThreads, 0, stream>>>(a, b, per, s.partials);
-  check(cudaGetLastError(), "merge-path dot product");
+  if (walk == Walk::automatic) walk = walk_for(a, b);
+  if (walk == Walk::by_kmer) {
+    k_kmer_dot<<<kBlocks, kThreads, 0, stream>>>(a, b, s.partials);
+    check(cudaGetLastError(), "dot product by k-mer");
+  } else {
+    const std::size_t threads = std::size_t{kBlocks} * kThreads;
+    const std::size_t per = std::max<std::size_t>(1, (a.n_middles + b.n_middles + threads - 1) / threads);
+    k_merge_dot<<<kBlocks, kThreads, 0, stream>>>(a, b, per, s.partials);
+    check(cudaGetLastError(), "merge-path dot product");
+  }
   k_sum_blocks<<<1, kThreads, 0, stream>>>(s.partials, a.unseen, b.unseen, s.partials + 2 * kBlocks);
   check(cudaGetLastError(), "sum of the block sums");
   check(cudaMemcpyAsync(s.host, s.partials + 2 * kBlocks, sizeof(double), cudaMemcpyDeviceToHost, stream),

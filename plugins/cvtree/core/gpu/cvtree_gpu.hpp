@@ -6,7 +6,8 @@
 // is matched with the equal middle of B by the thread whose stretch holds
 // A's, so no middle is counted twice or missed at a cut. That thread walks
 // the two middles' seen k-mers as the CPU does, adding a·b, a·u_B and u_A·b
-// and counting the k-mers both expect and neither saw. Sums in double: per
+// and counting the k-mers both expect and neither saw. For vectors with few
+// middles a second kernel walks by seen k-mer instead (Walk below). Sums in double: per
 // thread, a fixed block tree, then one block over the block sums (a fixed
 // grid, so the same bits on every device). Differs from the CPU's
 // compensated sum only in the order of the additions
@@ -54,6 +55,7 @@ struct DeviceVector {
   const double* values = nullptr;
   const double* unseen = nullptr;  // the header's
   std::size_t n_middles = 0;
+  std::size_t n_seen = 0;
 };
 
 // The arrays of a vector's bytes (layout.hpp) at `bytes` in device memory,
@@ -69,12 +71,25 @@ inline DeviceVector device_vector(const void* bytes, std::size_t middles, std::s
   v.values = reinterpret_cast<const double*>(at + o.values);
   v.unseen = reinterpret_cast<const double*>(at + offsetof(layout::Header, unseen));
   v.n_middles = middles;
+  v.n_seen = seen;
   return v;
 }
 
+// How the kernel walks the two vectors. by_middle: the merge path above, a
+// thread per stretch of middles, each walking its middles' seen k-mers.
+// by_kmer: a thread per seen k-mer (and per middle of A for the counts),
+// each finding its partner by binary searches; for vectors with few middles
+// (k = 5 has at most 8 000), where by_middle leaves most of the grid idle.
+// automatic: by_kmer below kMiddlesForMergePath middles in the two vectors
+// together (measured on an H100: docs/benchmarks.md §14.5).
+enum class Walk { automatic, by_middle, by_kmer };
+inline constexpr std::size_t kMiddlesForMergePath = 65536;
+Walk walk_for(const DeviceVector& a, const DeviceVector& b) noexcept;
+
 // Σ over the k-mers expected in both of a·b, on the scratch's device. The
 // vectors must be of the same k. Waits for `stream`.
-double cosine(const DeviceVector& a, const DeviceVector& b, Scratch& scratch, cudaStream_t stream);
+double cosine(const DeviceVector& a, const DeviceVector& b, Scratch& scratch, cudaStream_t stream,
+              Walk walk = Walk::automatic);
 
 // Device copies of host bytes (for the tests and the benchmark).
 class DeviceBytes {
