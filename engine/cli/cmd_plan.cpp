@@ -55,7 +55,7 @@ int cmd_plan(const Args& args) {
        "each stage's cost per source item (flowd run --stage-profile FILE, or by hand)")
       ("items", po::value(&items), "source items to plan for (default: the profile's)")
       ("write", po::value(&write_file),
-       "write the placement flowd run --placement applies (sources and sinks on the coordinator) to FILE");
+       "write the placement flowd run --placement applies (sinks on the coordinator) to FILE");
   add_common(desc, o);
   po::variables_map vm;
   if (auto rc = parse_command(args, desc, "usage: flowd plan WORKFLOW.json --sites SITES.json --profile PROFILE.json "
@@ -70,8 +70,8 @@ int cmd_plan(const Args& args) {
     if (items == 0) items = std::max<std::uint64_t>(profile.source_items, 1);
     const placement::Problem problem = placement::problem_of(g, profile, sites, items);
     const placement::Plan plan = placement::plan(problem);
-    // What flowd run --placement can apply: sources and sinks stay on the
-    // coordinator's site.
+    // What flowd run --placement can apply: sinks stay on the coordinator's
+    // site (sources move to a node of theirs).
     const placement::Plan runnable = placement::plan(coordinator_fixed(g, problem));
 
     std::string chain;
@@ -80,7 +80,7 @@ int cmd_plan(const Args& args) {
               << "search: " << plan.method << " ("
               << plan.tried << (plan.method == "exhaustive" ? " placements" : " candidate bottlenecks") << ")\n\n";
     Columns stages;
-    stages.row({"stage", "site", "s/item", "out/item", "site with sources and sinks on the coordinator"});
+    stages.row({"stage", "site", "s/item", "out/item", "site with sinks on the coordinator"});
     const auto groups = placement::fused_groups(problem, plan.where);
     for (std::size_t i = 0; i < problem.stages.size(); ++i) {
       const auto& st = problem.stages[i];
@@ -103,7 +103,7 @@ int cmd_plan(const Args& args) {
     Columns table;
     table.row({"placement", "predicted", "bottleneck"});
     table.row({"planned", seconds(plan.predicted.total), per_item(plan.predicted)});
-    table.row({"planned, sources and sinks on the coordinator at " + sites.sites[sites.coordinator].name +
+    table.row({"planned, sinks on the coordinator at " + sites.sites[sites.coordinator].name +
                    " (what flowd run --placement applies)",
                seconds(runnable.predicted.total), per_item(runnable.predicted)});
     auto everything_at = [&](std::size_t j) {

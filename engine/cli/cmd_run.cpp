@@ -339,7 +339,7 @@ int cmd_run(const Args& args, const std::vector<std::string>& full_command_line)
         return;
       }
       for (const auto& st : graph.stages)
-        if (!runs_on_coordinator(st))
+        if (moves_during_a_run(st))
           session->coordinator().set_stage_labels(st.index, site_labels(placed->sites.sites[placed->where[st.index]]));
       log.info("placement: measured costs drifted from the profile (" + why + "); re-planned: " +
                describe(graph, *placed));

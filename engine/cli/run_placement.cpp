@@ -50,11 +50,11 @@ AppliedPlacement apply_placement(workflow::Graph& g, const PlacementOptions& o, 
     out.where = read_plan(g, out.sites, o.placement);
     for (const auto& s : g.stages)
       if (runs_on_coordinator(s) && out.where[s.index] != home)
-        throw Error("placement '" + o.placement + "': stage '" + s.name + "' is a " +
-                    (s.connected_inputs() == 0 ? "source" : "sink") + ", which runs on the coordinator at site '" +
-                    out.sites.sites[home].name + "', not at '" + out.sites.sites[out.where[s.index]].name +
-                    "' (moving sources and sinks is not built yet; flowd plan --write writes a placement that "
-                    "keeps them there)");
+        throw Error("placement '" + o.placement + "': stage '" + s.name +
+                    "' is a sink, which runs on the coordinator at site '" + out.sites.sites[home].name +
+                    "', not at '" + out.sites.sites[out.where[s.index]].name +
+                    "' (start flowd run at the site that should receive the results; flowd plan --write writes a "
+                    "placement that keeps the sinks there)");
   }
   if (problem) out.predicted = placement::predict(*problem, out.where);
   out.problem = problem;
@@ -63,6 +63,12 @@ AppliedPlacement apply_placement(workflow::Graph& g, const PlacementOptions& o, 
   for (auto& s : g.stages) {
     const std::string& site = out.sites.sites[out.where[s.index]].name;
     if (runs_on_coordinator(s)) continue;
+    // A source at the coordinator's site stays in the coordinator's process;
+    // elsewhere its labels send it to a node there (source_on_a_node).
+    if (s.connected_inputs() == 0 && out.where[s.index] == home) {
+      s.labels = {};
+      continue;
+    }
     const workflow::StageLabels& had = s.labels;
     if (!had.all.empty() || !had.any.empty() || !had.prefer.empty())
       log.warn("stage '" + s.name + "': its labels are replaced by the placement's site '" + site + "'");
@@ -104,9 +110,9 @@ placement::Profile measured_profile(const workflow::Graph& g, const runtime::Pro
   return p;
 }
 
-bool runs_on_coordinator(const workflow::StageNode& s) {
-  return s.connected_inputs() == 0 || s.spec().outputs.empty();
-}
+bool runs_on_coordinator(const workflow::StageNode& s) { return s.spec().outputs.empty(); }
+
+bool moves_during_a_run(const workflow::StageNode& s) { return !runs_on_coordinator(s) && s.connected_inputs() > 0; }
 
 placement::Problem coordinator_fixed(const workflow::Graph& g, placement::Problem p) {
   p.fixed.assign(g.stages.size(), std::nullopt);
@@ -136,7 +142,12 @@ std::optional<placement::Placement> Replanner::check(const runtime::Progress& p,
   const double items = static_cast<double>(p.source_items);
   double total = 0;
   std::vector<std::optional<double>> measured(problem.stages.size());
-  auto movable = [&](std::size_t i) { return problem.fixed.empty() || !problem.fixed[i]; };
+  // A source keeps its node (its operator's state is there): it stays on
+  // its site whatever the new plan says.
+  if (problem.fixed.empty()) problem.fixed.assign(problem.stages.size(), std::nullopt);
+  for (std::size_t i = 0; i < problem.stages.size(); ++i)
+    if (problem.stages[i].source) problem.fixed[i] = placed_.where[i];
+  auto movable = [&](std::size_t i) { return !problem.fixed[i]; };
   for (std::size_t i = 0; i < p.stages.size() && i < problem.stages.size(); ++i) {
     if (p.stages[i].tasks_done < 2) continue;
     const placement::Site& site = placed_.sites.sites[placed_.where[i]];
@@ -146,7 +157,7 @@ std::optional<placement::Placement> Replanner::check(const runtime::Progress& p,
     measured[i] = p.stages[i].busy_seconds / tasks * std::max(1.0, tasks / items) * site.speed;
     if (movable(i)) total += *measured[i];
   }
-  // Only the stages a plan can move decide: the coordinator's sources and
+  // Only the stages a plan can move decide: sources and the coordinator's
   // sinks stay where they are whatever they cost.
   std::string drift;
   for (std::size_t i = 0; i < measured.size(); ++i) {

@@ -1,9 +1,10 @@
 #pragma once
 // flowd run --sites S --placement auto|PLAN.json (docs/cluster.md
 // "Placement"): each stage held to its site's nodes through its labels
-// ({"all": ["site:NAME"]}), the stages the coordinator runs (sources and
-// sinks) on the coordinator's site, and the prediction kept to compare
-// with the run.
+// ({"all": ["site:NAME"]}): a source on another site than the
+// coordinator's runs on one node there (it reads its data where they are),
+// sinks stay with the coordinator; the prediction kept to compare with the
+// run.
 #include <optional>
 #include <string>
 
@@ -33,11 +34,14 @@ struct AppliedPlacement {
 // Throws flowd::Error (or ValidationError) naming the file, stage or site.
 AppliedPlacement apply_placement(workflow::Graph& g, const PlacementOptions& o, Logger& log);
 
-// Sources and sinks: the coordinator runs them, wherever a plan would put them.
+// Sinks: the coordinator runs them, wherever a plan would put them.
 bool runs_on_coordinator(const workflow::StageNode& s);
+// Map-like stages, which a re-plan may move during a run (not sources,
+// whose state is on their node, nor sinks).
+bool moves_during_a_run(const workflow::StageNode& s);
 
-// `p` with the coordinator's stages fixed to the sites' coordinator site:
-// what flowd run can apply.
+// `p` with the coordinator's stages (sinks) fixed to the sites' coordinator
+// site: what flowd run can apply.
 placement::Problem coordinator_fixed(const workflow::Graph& g, placement::Problem p);
 
 // Each stage's cost per source item as a run measured it (--stage-profile):
@@ -57,7 +61,7 @@ workflow::StageLabels site_labels(const placement::Site& site);
 // (its busy time per task times its tasks per source item, at least one,
 // scaled by its site's speed) is
 // compared with the profile's; where a stage the plan can move (not a
-// source or sink) that takes at least 5 % of the movable stages' measured
+// source, which keeps its node, or a sink) that takes at least 5 % of the movable stages' measured
 // time differs by more than `margin` (0.5: half the
 // profile's value either way), the profile takes the measured values and
 // the placement is planned again, once per run.

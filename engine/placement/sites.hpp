@@ -37,7 +37,7 @@ struct Link {
 struct Sites {
   std::vector<Site> sites;  // in chain order: the data site first, the client site last
   std::vector<Link> links;  // links[i] joins sites[i] and sites[i + 1]
-  // Where `flowd run` (the coordinator, which runs sources and sinks) is:
+  // Where `flowd run` (the coordinator, which runs the sinks) is:
   // "coordinator": NAME, default the last site.
   std::size_t coordinator = 0;
   std::size_t size() const noexcept { return sites.size(); }

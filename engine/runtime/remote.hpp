@@ -75,6 +75,12 @@ public:
   virtual ~RemoteExecutor() = default;
   // Whether map stage `stage` runs on the cluster rather than in this process.
   virtual bool takes(std::size_t stage) const = 0;
+  // Whether source stage `stage` runs on one of the cluster's worker nodes
+  // (a placement moved it there): each next() is then a RemoteTask pinned to
+  // that node, with `scan` {"phase": "source"}; its outputs are what next()
+  // emitted, then an empty item whose attrs["flowd.source"] says
+  // {"more", "expected"} (runtime::TaskHost::submit_source).
+  virtual bool takes_source(std::size_t) const { return false; }
   virtual void submit(RemoteTask task) = 0;
   // The live worker nodes that have stage `stage` open, by id: a scan
   // stage's ranks. Empty when none (the scan then runs in this process).

@@ -37,6 +37,10 @@ CreditPtr RunState::take_credit(StageState& s, const std::string& key, bool skip
 }
 
 void RunState::run_source(StageState& s, sched::TaskEnv& env) {
+  if (opts().remote && opts().remote->takes_source(s.node->index)) {
+    run_source_on_node(s);
+    return;
+  }
   SourceWindow& w = *s.window;
   SourceContextImpl ctx(*s.node, nullptr, log(), runner_.stop_flag());
   bool more = false;

@@ -47,6 +47,10 @@ struct SourceWindow {
   std::uint64_t skipped = 0;  // finished by an earlier run (checkpoint); guarded by the run lock
   bool opened = false;  // only the (serialised) source task touches it
   std::optional<std::uint64_t> expected;  // guarded by the run lock
+  // A source on a worker node (RemoteExecutor::takes_source): the node
+  // chosen at its first next(), which keeps its operator; touched only by
+  // the serialised source task and its answer.
+  std::optional<std::uint32_t> node;
 };
 
 struct KeyLess {
@@ -133,6 +137,7 @@ public:
 private:
   class StageTask;     // a source, map, sink, reduce, finalize, scan or all-pairs task (stage_tasks.cpp)
   class RemoteAnswer;  // a cluster's answer to a map task (stage_tasks.cpp)
+  class SourceAnswer;  // a worker node's answer to a source's next() (remote_source.cpp)
 
   // --- sources (routing.cpp) -------------------------------------------------
   void schedule_source(StageState& s);
@@ -140,6 +145,10 @@ private:
   // A credit of `s`'s window for its item `key`; `skipped`: finished by an
   // earlier run, so its return records nothing.
   CreditPtr take_credit(StageState& s, const std::string& key, bool skipped = false);
+  // A source a placement moved to a worker node (remote_source.cpp): one
+  // next() there, and its answer (on a pool thread).
+  void run_source_on_node(StageState& s);
+  void source_answer(StageState& s, RemoteResult r);
 
   // --- routing (routing.cpp; *_locked run under m_) ---------------------------
   void route_locked(StageState& from, Emitted& out, const std::vector<CreditPtr>& credits, sched::TaskEnv* env);

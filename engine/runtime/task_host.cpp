@@ -8,6 +8,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 
 #include "runtime/allpairs_job.hpp"
 #include "runtime/hosted_job.hpp"
@@ -26,6 +27,7 @@ struct TaskHost::State {
   std::deque<Stage> stages;  // deque: Stage holds atomics and never moves
   std::mutex caches_m;
   std::map<std::string, detail::AllPairsNodeCache> allpairs_caches;  // by all-pairs stage; map: never moves
+  std::set<std::string> opened_sources;  // under caches_m: sources whose open() ran
 };
 
 namespace {
@@ -215,15 +217,41 @@ private:
   ScanJob job_;
 };
 
+// One next() of a source a placement moved to this node (cluster
+// placement: the source reads its data where the data are).
+class SourceJobTask final : public detail::HostedJob {
+public:
+  SourceJobTask(TaskRunner& runner, Stage& s, std::string key, bool first, std::function<void(HostedResult)> done)
+      : HostedJob(runner, s, std::move(key), std::move(done)), first_(first) {}
+
+private:
+  Outputs compute(sched::TaskEnv&) override {
+    SourceContextImpl ctx(*s_.node, nullptr, runner_.log(), runner_.stop_flag());
+    auto& source = static_cast<Source&>(*s_.node->op);
+    if (first_) source.open(ctx);
+    const bool more = source.next(ctx);
+    Outputs out = std::move(ctx.out.items());
+    ItemMeta meta;
+    meta.key = key_;
+    Json record = Json::object();
+    record["more"] = more;
+    record["expected"] = ctx.expected ? Json(*ctx.expected) : Json(nullptr);
+    meta.attrs["flowd.source"] = std::move(record);
+    out.emplace_back(0, Item{std::move(meta), Json(nullptr)});
+    return out;
+  }
+
+  bool first_;
+};
+
 }  // namespace
 
 TaskHost::TaskHost(workflow::Graph& graph, RunOptions options, Logger& log)
     : state_(std::make_unique<State>(graph, std::move(options), log)) {
   for (const auto& node : graph.stages)
-    if (node.spec().pattern != Pattern::map && node.spec().pattern != Pattern::scan &&
-        node.spec().pattern != Pattern::allpairs)
+    if (node.spec().pattern == Pattern::sink || node.spec().pattern == Pattern::reduce)
       throw Error("stage '" + node.name + "' (" + node.spec().name +
-                  ") is not a map, scan or all-pairs stage; a worker node runs only those");
+                  ") is a sink or reduce stage; a worker node runs only map, scan, all-pairs and placed source stages");
   for (auto& node : graph.stages) state_->stages.emplace_back(node);
   state_->runner.prepare();
   state_->runner.start();
@@ -247,6 +275,7 @@ Stage& TaskHost::stage(const std::string& name, Pattern pattern) {
         throw Error("stage '" + name + "' is not a" +
                     std::string(pattern == Pattern::scan       ? " scan"
                                 : pattern == Pattern::allpairs ? "n all-pairs"
+                                : pattern == Pattern::source   ? " source"
                                                                : " map") +
                     " stage here");
       return s;
@@ -299,6 +328,17 @@ void TaskHost::submit_allpairs(const std::string& stage, std::string key, AllPai
   }
   state_->runner.submit(
       detail::make_allpairs_job(state_->runner, *s, *cache, std::move(key), std::move(job), std::move(done)), nullptr);
+}
+
+void TaskHost::submit_source(const std::string& stage, std::string key, std::function<void(HostedResult)> done) {
+  Stage* s = &this->stage(stage, Pattern::source);
+  bool first = false;
+  {
+    std::lock_guard lk(state_->caches_m);
+    first = state_->opened_sources.insert(stage).second;
+  }
+  state_->runner.submit(
+      std::make_unique<SourceJobTask>(state_->runner, *s, std::move(key), first, std::move(done)), nullptr);
 }
 
 int TaskHost::slots() const { return static_cast<int>(state_->runner.workers().workers.size()); }

@@ -66,7 +66,8 @@ class TaskHost {
 public:
   // `graph` holds the stages this node can run (workflow::open_map_stages):
   // no edges are needed. Options as for a local run (workers, GPUs,
-  // scheduler, model, recorder); sources and sinks are never run here.
+  // scheduler, model, recorder); sinks are never run here, sources only
+  // when a placement moved them here (submit_source).
   TaskHost(workflow::Graph& graph, RunOptions options, Logger& log);
   // Stops after the running tasks; queued ones are dropped unrun (their
   // done is not called).
@@ -92,6 +93,12 @@ public:
   // they ran, what the cache holds at the end).
   void submit_allpairs(const std::string& stage, std::string key, AllPairsJob job,
                        std::function<void(HostedResult)> done);
+  // One next() of source stage `stage`, whose operator this node keeps from
+  // call to call (opened on the first): the coordinator asks for one at a
+  // time, as its window allows. Outputs: what next() emitted, then an empty
+  // item whose attrs["flowd.source"] is {"more": whether next() said more
+  // would come, "expected": the total the source announced, or null}.
+  void submit_source(const std::string& stage, std::string key, std::function<void(HostedResult)> done);
   bool has_stage(const std::string& stage) const;
   // Worker threads (CPU + GPU-like): how many tasks run at once.
   int slots() const;

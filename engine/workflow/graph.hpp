@@ -60,6 +60,13 @@ struct StageNode {
     for (const auto& i : inputs) n += i.has_value();
     return n;
   }
+  // A source with labels: a cluster run has one worker node they match run
+  // it (a placement sets them, docs/cluster.md "Placement"), so that it
+  // reads its data where they are. Without labels the coordinator runs it.
+  bool source_on_a_node() const noexcept {
+    return spec().pattern == Pattern::source &&
+           (!labels.all.empty() || !labels.any.empty() || !labels.prefer.empty());
+  }
 };
 
 struct Graph {

@@ -175,7 +175,7 @@ std::optional<StageNode> open_stage(const StageDecl& s, const Params& params, st
 
 }  // namespace
 
-OpenedStages open_map_stages(const Workflow& wf, plugin::Registry& registry) {
+OpenedStages open_map_stages(const Workflow& wf, plugin::Registry& registry, const std::set<std::string>& sources) {
   OpenedStages out;
   for (const auto& s : wf.stages) {
     Diagnostics d;
@@ -185,7 +185,10 @@ OpenedStages open_map_stages(const Workflow& wf, plugin::Registry& registry) {
       continue;
     }
     // All-pairs stages too: a cluster run's worker nodes run their leaves.
-    if (spec->pattern != Pattern::map && spec->pattern != Pattern::scan && spec->pattern != Pattern::allpairs) continue;
+    const bool placed_source = spec->pattern == Pattern::source && sources.contains(s.name);
+    if (spec->pattern != Pattern::map && spec->pattern != Pattern::scan && spec->pattern != Pattern::allpairs &&
+        !placed_source)
+      continue;
     const Params params = resolve_params(*spec, s.params, pointer({"stages", s.name, "params"}), d);
     std::optional<StageNode> node;
     if (d.empty()) node = open_stage(s, params, out.graph.stages.size(), registry, d);

@@ -5,6 +5,7 @@
 // ranges, the graph is acyclic and has a source. Operators are instantiated
 // last, so their own parameter checks are reported the same way.
 #include <map>
+#include <set>
 #include <string>
 
 #include "plugin/registry.hpp"
@@ -16,9 +17,11 @@ namespace flowd::workflow {
 // Throws ValidationError listing every problem.
 Graph validate(Workflow wf, plugin::Registry& registry);
 
-// The map stages of `wf` that this process can run, each opened on its own
-// (operator, sub-task operators, parameters, instance) with no edges: what a
-// cluster worker node needs, since the coordinator routes. A stage whose
+// The map, scan and all-pairs stages of `wf` that this process can run, and
+// the source stages named in `sources` (a placement moved them to worker
+// nodes), each opened on its own (operator, sub-task operators, parameters,
+// instance) with no edges: what a cluster worker node needs, since the
+// coordinator routes. A stage whose
 // operator cannot be opened here (plugin missing or failing to load,
 // sub-task operator missing) is left out and named in `unavailable` with the
 // reason, rather than failing: the node reports it and gets no such tasks.
@@ -26,7 +29,7 @@ struct OpenedStages {
   Graph graph;
   std::map<std::string, std::string> unavailable;  // stage -> why
 };
-OpenedStages open_map_stages(const Workflow& wf, plugin::Registry& registry);
+OpenedStages open_map_stages(const Workflow& wf, plugin::Registry& registry, const std::set<std::string>& sources = {});
 
 // The parameters of one stage with defaults filled in, or the problems.
 Params resolve_params(const OperatorSpec& spec, const Json& given, const std::string& at, Diagnostics& d);

@@ -41,6 +41,7 @@ Coordinator::Coordinator(const workflow::Graph& graph, RunConfig config, Coordin
   for (const auto& s : graph.stages) {
     core.stages.push_back(StagePlacement{s.name, s.labels});
     core.is_map.push_back(s.spec().pattern == Pattern::map);
+    core.source_on_a_node.push_back(s.source_on_a_node());
     core.output_count.push_back(s.spec().outputs.size());
   }
   core.stage_seconds.resize(graph.stages.size());
@@ -182,6 +183,11 @@ void Coordinator::worker_process_ended(const std::string& name, WorkerLoss loss)
 bool Coordinator::takes(std::size_t stage) const {
   const auto& core = *core_;
   return stage < core.is_map.size() && core.is_map[stage] && !core.closed;
+}
+
+bool Coordinator::takes_source(std::size_t stage) const {
+  const auto& core = *core_;
+  return stage < core.source_on_a_node.size() && core.source_on_a_node[stage] && !core.closed;
 }
 
 std::vector<runtime::RemoteNode> Coordinator::nodes_for(std::size_t stage) const {

@@ -125,6 +125,7 @@ public:
 
   // Map stages, until finish().
   bool takes(std::size_t stage) const override;
+  bool takes_source(std::size_t stage) const override;
   std::vector<runtime::RemoteNode> nodes_for(std::size_t stage) const override;
   void submit(runtime::RemoteTask task) override;
   void drain() override;

@@ -223,6 +223,14 @@ void WorkerNode::Impl::fetch_and_submit(transport::ItemClient& client, QueuedTas
   try {
     const auto* stage = graph.find(task.stage);  // checked on assignment
     if (!stage) throw Error("stage '" + task.stage + "' is not open here");
+    if (!task.spec.scan.is_null() && task.spec.scan.value("phase", std::string()) == "source") {
+      std::lock_guard lock(submit_m);
+      host->submit_source(task.stage, task.spec.key,
+                          [this, id = task.task_id, key = task.spec.key, stage_name = task.stage](runtime::HostedResult r) {
+                            hosted(id, key, stage_name, std::move(r));
+                          });
+      return;
+    }
     if (!task.spec.scan.is_null() && task.spec.scan.value("phase", std::string()) == "allpairs") {
       fetch_and_submit_allpairs(std::move(task));
       return;

@@ -152,26 +152,33 @@ TEST(ClusterRun, StageLabelsPlaceTasksOnlyOnMatchingNodes) {
   big.wait();
 }
 
+// The placement tests' workflow (src -> step -> out, `count` items, each
+// step `sleep_ms`) as wf.json, and sites.json: site "far", then "near",
+// the coordinator's, `far_nodes` nodes at far, `mb_s` between them.
+fs::path placed_chain(const fs::path& dir, int count, int sleep_ms, int far_nodes, int mb_s) {
+  write(dir, "sites.json", R"({"version": 1, "coordinator": "near",
+    "sites": [{"name": "far", "nodes": )" + std::to_string(far_nodes) + R"(}, {"name": "near"}],
+    "links": [{"from": "far", "to": "near", "bandwidth_mb_s": )" + std::to_string(mb_s) + "}]}");
+  return write(dir, "wf.json", R"({"version": 1, "name": "placed", "vars": {"output": "out.txt"}, "stages": {
+    "src": {"op": "test.count", "params": {"count": )" + std::to_string(count) + R"(}},
+    "step": {"op": "test.step", "inputs": {"in": "src.out"}, "params": {"sleep_ms": )" + std::to_string(sleep_ms) + R"(}},
+    "out": {"op": "test.record", "inputs": {"in": "step.out"}, "params": {"path": "${output}"}}}})");
+}
+
 // flowd run --sites S --placement PLAN.json (cli/run_placement.cpp): a
 // stage planned on a site runs only on the nodes labelled with it, the
-// output is what one process gives, and a plan that moves a source off
-// the coordinator's site is refused before anything runs.
+// output is what one process gives, and a plan that moves a sink off the
+// coordinator's site is refused before anything runs.
 TEST(ClusterRun, APlacementHoldsEachStageToItsSitesNodes) {
   const auto dir = test::scratch();
-  const auto wf = write(dir, "wf.json", R"({"version": 1, "name": "placed", "vars": {"output": "out.txt"}, "stages": {
-    "src": {"op": "test.count", "params": {"count": 16}},
-    "step": {"op": "test.step", "inputs": {"in": "src.out"}, "params": {"sleep_ms": 5}},
-    "out": {"op": "test.record", "inputs": {"in": "step.out"}, "params": {"path": "${output}"}}}})");
+  const auto wf = placed_chain(dir, 16, 5, 1, 100);
   const std::string want = expected_output(dir, wf);
-  write(dir, "sites.json", R"({"version": 1, "coordinator": "near",
-    "sites": [{"name": "far"}, {"name": "near"}],
-    "links": [{"from": "far", "to": "near", "bandwidth_mb_s": 100}]})");
   write(dir, "plan.json", R"({"stages": {"src": "near", "step": "far", "out": "near"}})");
-  write(dir, "bad-plan.json", R"({"stages": {"src": "far", "step": "far", "out": "near"}})");
+  write(dir, "bad-plan.json", R"({"stages": {"src": "near", "step": "far", "out": "far"}})");
   const auto refused = test::flowd_cmd(dir, {wf.string(), "--sites", "sites.json", "--placement", "bad-plan.json",
                                              "--workers", "1", "--no-progress", "--no-perf-model"});
   EXPECT_EQ(refused.code, 2);
-  EXPECT_NE(refused.err.find("stage 'src' is a source, which runs on the coordinator at site 'near'"),
+  EXPECT_NE(refused.err.find("stage 'out' is a sink, which runs on the coordinator at site 'near'"),
             std::string::npos) << refused.err;
   const std::string endpoint = "tcp://127.0.0.1:" + std::to_string(test::free_port());
   Process coordinator(dir, {"run", wf.string(), "--set", "output=" + (dir / "placed.txt").string(), "--listen", endpoint,
@@ -191,20 +198,64 @@ TEST(ClusterRun, APlacementHoldsEachStageToItsSitesNodes) {
   far.wait();
 }
 
+// A source placed on another site than the coordinator's runs on a node of
+// that site, which keeps its operator from next() to next(): every item is
+// emitted there once, in order, and the output equals a one-process run's.
+// Placed where no node of the run can run it, the run fails and names it.
+TEST(ClusterRun, APlacedSourceRunsOnANodeOfItsSite) {
+  const auto dir = test::scratch();
+  const auto wf = placed_chain(dir, 24, 2, 1, 100);
+  const std::string want = expected_output(dir, wf);
+  write(dir, "plan.json", R"({"stages": {"src": "far", "step": "far", "out": "near"}})");
+  {
+    const std::string endpoint = "tcp://127.0.0.1:" + std::to_string(test::free_port());
+    Process coordinator(dir, {"run", wf.string(), "--set", "output=" + (dir / "placed.txt").string(), "--listen",
+                              endpoint, "--expect", "2", "--gpu", "none", "--no-progress", "--no-perf-model",
+                              "--max-in-flight", "3", "--sites", "sites.json", "--placement", "plan.json"});
+    Process near(dir, {"worker", "--connect", endpoint, "--gpu", "none", "--cpus", "1", "--name", "near", "--label",
+                       "site:near"});
+    Process far(dir, {"worker", "--connect", endpoint, "--gpu", "none", "--cpus", "2", "--name", "far", "--label",
+                      "site:far"});
+    ASSERT_EQ(coordinator.wait(), 0) << coordinator.err();
+    EXPECT_EQ(test::slurp(dir / "placed.txt"), want);
+    const std::string log = coordinator.err();
+    EXPECT_NE(log.find("placement (plan.json): src@far, step@far, out@near"), std::string::npos) << log;
+    EXPECT_TRUE(std::regex_search(log, std::regex("source 'src' runs on [^\\n]*far"))) << log;
+    EXPECT_NE(log.find("worker near: 0 tasks"), std::string::npos) << log;
+    // 24 steps and at least 24 calls of next() (one per item; maybe a last
+    // that says there is no more).
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(log, m, std::regex(R"(worker far: (\d+) tasks)"))) << log;
+    EXPECT_GE(std::stoi(m[1]), 48) << log;
+    near.wait();
+    far.wait();
+  }
+  {
+    // No node of site 'far' joins this run.
+    const std::string endpoint = "tcp://127.0.0.1:" + std::to_string(test::free_port());
+    Process coordinator(dir, {"run", wf.string(), "--set", "output=" + (dir / "nowhere.txt").string(), "--listen",
+                              endpoint, "--expect", "1", "--gpu", "none", "--no-progress", "--no-perf-model",
+                              "--sites", "sites.json", "--placement", "plan.json"});
+    Process near(dir, {"worker", "--connect", endpoint, "--gpu", "none", "--cpus", "1", "--name", "near", "--label",
+                       "site:near"});
+    EXPECT_EQ(coordinator.wait(), 3) << coordinator.err();
+    EXPECT_NE(coordinator.err().find("source 'src' is placed on worker nodes by its labels, but no live worker node "
+                                     "matches them"),
+              std::string::npos)
+        << coordinator.err();
+    EXPECT_FALSE(fs::exists(dir / "nowhere.txt"));
+    near.wait();
+  }
+}
+
 // --placement auto with a profile that is wrong (the step said to cost
 // nothing, so it is planned next to the coordinator): once the measured
 // time drifts past the margin, the run plans again and the far site's four
 // nodes take the step; the output is unchanged.
 TEST(ClusterRun, APlacementIsPlannedAgainWhenMeasuredCostsDrift) {
   const auto dir = test::scratch();
-  const auto wf = write(dir, "wf.json", R"({"version": 1, "name": "replan", "vars": {"output": "out.txt"}, "stages": {
-    "src": {"op": "test.count", "params": {"count": 60}},
-    "step": {"op": "test.step", "inputs": {"in": "src.out"}, "params": {"sleep_ms": 30}},
-    "out": {"op": "test.record", "inputs": {"in": "step.out"}, "params": {"path": "${output}"}}}})");
+  const auto wf = placed_chain(dir, 60, 30, 4, 1);
   const std::string want = expected_output(dir, wf);
-  write(dir, "sites.json", R"({"version": 1, "coordinator": "near",
-    "sites": [{"name": "far", "nodes": 4}, {"name": "near"}],
-    "links": [{"from": "far", "to": "near", "bandwidth_mb_s": 1}]})");
   // 10 kB an item each way over 1 MB/s: 0.01 s an item, dearer than the
   // profiled step (0.1 ms), cheaper than the measured one (30 ms) on one node.
   write(dir, "profile.json", R"({"version": 1, "source_items": 60, "stages": {
