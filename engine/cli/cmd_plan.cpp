@@ -48,12 +48,15 @@ int cmd_plan(const Args& args) {
   CommonOptions o;
   std::string sites_file, profile_file, write_file;
   std::uint64_t items = 0;
+  std::vector<std::string> fix;
   po::options_description desc("Options");
   desc.add_options()("workflow", po::value(&o.workflow)->required(), "workflow JSON file")
       ("sites", po::value(&sites_file)->required(), "the chain of sites (docs/cluster.md \"Sites\")")
       ("profile", po::value(&profile_file)->required(),
        "each stage's cost per source item (flowd run --stage-profile FILE, or by hand)")
       ("items", po::value(&items), "source items to plan for (default: the profile's)")
+      ("fix", po::value(&fix)->composing(),
+       "STAGE=SITE: a stage that must run on a site (a source next to its data), for every plan; repeatable")
       ("write", po::value(&write_file),
        "write the placement flowd run --placement applies (sinks on the coordinator) to FILE");
   add_common(desc, o);
@@ -68,7 +71,16 @@ int cmd_plan(const Args& args) {
     const placement::Sites sites = placement::load_sites(sites_file);
     const placement::Profile profile = placement::load_profile(profile_file);
     if (items == 0) items = std::max<std::uint64_t>(profile.source_items, 1);
-    const placement::Problem problem = placement::problem_of(g, profile, sites, items);
+    placement::Problem problem = placement::problem_of(g, profile, sites, items);
+    problem.fixed.assign(g.stages.size(), std::nullopt);
+    for (const auto& f : fix) {
+      const auto eq = f.find('=');
+      const workflow::StageNode* s = eq == std::string::npos ? nullptr : g.find(f.substr(0, eq));
+      if (!s) throw Error("--fix " + f + ": expected STAGE=SITE with a stage of the workflow");
+      const std::size_t site = sites.find(f.substr(eq + 1));
+      if (site == sites.size()) throw Error("--fix " + f + ": no site '" + f.substr(eq + 1) + "' in " + sites_file);
+      problem.fixed[s->index] = site;
+    }
     const placement::Plan plan = placement::plan(problem);
     // What flowd run --placement can apply: sinks stay on the coordinator's
     // site (sources move to a node of theirs).
@@ -106,12 +118,15 @@ int cmd_plan(const Args& args) {
     table.row({"planned, sinks on the coordinator at " + sites.sites[sites.coordinator].name +
                    " (what flowd run --placement applies)",
                seconds(runnable.predicted.total), per_item(runnable.predicted)});
+    // The defaults, whatever --fix holds.
+    placement::Problem unfixed = problem;
+    unfixed.fixed.clear();
     auto everything_at = [&](std::size_t j) {
-      return placement::predict(problem, placement::Placement(problem.stages.size(), j));
+      return placement::predict(unfixed, placement::Placement(problem.stages.size(), j));
     };
     const auto at_data = everything_at(0);
     const auto at_compute = everything_at(compute_site(sites));
-    const auto demand = placement::predict_demand_driven(problem);
+    const auto demand = placement::predict_demand_driven(unfixed);
     table.row({"everything at " + sites.sites[0].name + " (the data site)", seconds(at_data.total), per_item(at_data)});
     table.row({"everything at " + sites.sites[compute_site(sites)].name + " (the most compute)",
                seconds(at_compute.total), per_item(at_compute)});

@@ -219,7 +219,8 @@ int cmd_run(const Args& args, const std::vector<std::string>& full_command_line)
       ("trace", po::value(&trace_file), "write a Chrome/Perfetto trace of the run to FILE")
       ("report", po::value(&report_file), "write a self-contained HTML report of the run to FILE")
       ("stage-profile", po::value(&stage_profile_file), "write each stage's cost per source item to FILE, for flowd plan")
-      ("sites", po::value(&placement_options.sites), "the chain of sites this run spans (docs/cluster.md \"Sites\"), for --placement")
+      ("sites", po::value(&placement_options.sites), "the chain of sites this run spans (docs/cluster.md \"Sites\"), for --placement; "
+       "alone, the demand-driven default beside the model (with --profile)")
       ("placement", po::value(&placement_options.placement),
        "auto (planned from --profile) or PLAN.json (flowd plan --write): hold each stage to its site's nodes")
       ("profile", po::value(&placement_options.profile), "the stage profile --placement plans with and predicts from")
@@ -297,9 +298,13 @@ int cmd_run(const Args& args, const std::vector<std::string>& full_command_line)
   ro.overwrite = overwrite;
 
   std::optional<AppliedPlacement> placed;
-  if (placement_options.given()) {
+  std::optional<placement::Prediction> unplaced;  // --sites alone: the default, modelled
+  if (placement_options.given() || !placement_options.sites.empty()) {
     try {
-      placed = apply_placement(graph, placement_options, log);
+      if (placement_options.given())
+        placed = apply_placement(graph, placement_options, log);
+      else
+        unplaced = demand_driven(graph, placement_options);
     } catch (const std::exception& ex) {
       log.error(ex.what());
       return exit_invalid;
@@ -382,6 +387,14 @@ int cmd_run(const Args& args, const std::vector<std::string>& full_command_line)
     char buf[160];
     std::snprintf(buf, sizeof buf, "placement: predicted %.2f s (bottleneck %s), measured %.2f s", placed->predicted->total,
                   placed->predicted->bottleneck_name.c_str(), report.final.elapsed.count());
+    log.info(buf);
+  } else if (!placed && !placement_options.sites.empty()) {
+    char buf[200];
+    if (unplaced)
+      std::snprintf(buf, sizeof buf, "placement: none (demand-driven), modelled %.2f s (bottleneck %s), measured %.2f s",
+                    unplaced->total, unplaced->bottleneck_name.c_str(), report.final.elapsed.count());
+    else
+      std::snprintf(buf, sizeof buf, "placement: none (demand-driven), measured %.2f s", report.final.elapsed.count());
     log.info(buf);
   }
   if (!stage_profile_file.empty()) {

@@ -20,12 +20,12 @@ placement::Placement read_plan(const workflow::Graph& g, const placement::Sites&
     const workflow::StageNode* s = g.find(name);
     if (!s) throw Error("placement '" + file + "': /stages/" + name + ": the workflow has no stage '" + name + "'");
     if (!site.is_string() || sites.find(site.get<std::string>()) == sites.size())
-      throw Error("placement '" + file + "': /stages/" + name + ": expected one of the sites' names, got " + site.dump());
+      throw Error("placement '" + file + "': /stages/" + name + ": expected one of the sites' names, got " +
+                  site.dump());
     where[s->index] = sites.find(site.get<std::string>());
   }
   for (const auto& s : g.stages)
-    if (where[s.index] == sites.size())
-      throw Error("placement '" + file + "': no site for stage '" + s.name + "'");
+    if (where[s.index] == sites.size()) throw Error("placement '" + file + "': no site for stage '" + s.name + "'");
   return where;
 }
 
@@ -110,12 +110,20 @@ placement::Profile measured_profile(const workflow::Graph& g, const runtime::Pro
   return p;
 }
 
+std::optional<placement::Prediction> demand_driven(const workflow::Graph& g, const PlacementOptions& o) {
+  const placement::Sites sites = placement::load_sites(o.sites);
+  if (o.profile.empty()) return std::nullopt;
+  const placement::Profile profile = placement::load_profile(o.profile);
+  return placement::predict_demand_driven(
+      placement::problem_of(g, profile, sites, std::max<std::uint64_t>(profile.source_items, 1)));
+}
+
 bool runs_on_coordinator(const workflow::StageNode& s) { return s.spec().outputs.empty(); }
 
 bool moves_during_a_run(const workflow::StageNode& s) { return !runs_on_coordinator(s) && s.connected_inputs() > 0; }
 
 placement::Problem coordinator_fixed(const workflow::Graph& g, placement::Problem p) {
-  p.fixed.assign(g.stages.size(), std::nullopt);
+  if (p.fixed.size() != g.stages.size()) p.fixed.assign(g.stages.size(), std::nullopt);
   for (const auto& s : g.stages)
     if (runs_on_coordinator(s)) p.fixed[s.index] = p.sites.coordinator;
   return p;

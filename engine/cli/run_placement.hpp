@@ -34,6 +34,11 @@ struct AppliedPlacement {
 // Throws flowd::Error (or ValidationError) naming the file, stage or site.
 AppliedPlacement apply_placement(workflow::Graph& g, const PlacementOptions& o, Logger& log);
 
+// --sites without --placement: today's demand-driven placement, predicted
+// with --profile (nullopt without one), to set beside the measured time.
+// Throws as apply_placement.
+std::optional<placement::Prediction> demand_driven(const workflow::Graph& g, const PlacementOptions& o);
+
 // Sinks: the coordinator runs them, wherever a plan would put them.
 bool runs_on_coordinator(const workflow::StageNode& s);
 // Map-like stages, which a re-plan may move during a run (not sources,
@@ -41,7 +46,7 @@ bool runs_on_coordinator(const workflow::StageNode& s);
 bool moves_during_a_run(const workflow::StageNode& s);
 
 // `p` with the coordinator's stages (sinks) fixed to the sites' coordinator
-// site: what flowd run can apply.
+// site, besides what `p` fixed already: what flowd run can apply.
 placement::Problem coordinator_fixed(const workflow::Graph& g, placement::Problem p);
 
 // Each stage's cost per source item as a run measured it (--stage-profile):

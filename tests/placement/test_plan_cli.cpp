@@ -65,6 +65,19 @@ TEST(PlanCli, AMeasuredProfilePlansTheChainBesideTheDefaults) {
   EXPECT_EQ(written["stages"]["twice"], "compute") << written.dump();
   EXPECT_EQ(written["items"], 100);
   EXPECT_EQ(written["method"], "exhaustive");
+
+  // --fix holds a stage where the plan would not put it.
+  const auto fixed = test::flowd_cmd(dir, {"plan", "wf.json", "--sites", "sites.json", "--profile", "heavy.json",
+                                           "--items", "100", "--fix", "twice=data", "--write", "fixed.json"});
+  ASSERT_EQ(fixed.code, 0) << fixed.err;
+  EXPECT_EQ(Json::parse(test::slurp(dir / "fixed.json"))["stages"]["twice"], "data");
+
+  // --sites without --placement: the run sets the modelled default beside
+  // what it measured.
+  const auto unplaced = test::flowd_cmd(dir, {"wf.json", "--sites", "sites.json", "--profile", "heavy.json",
+                                              "--no-progress", "--no-perf-model"});
+  ASSERT_EQ(unplaced.code, 0) << unplaced.err;
+  EXPECT_NE(unplaced.err.find("placement: none (demand-driven), modelled "), std::string::npos) << unplaced.err;
 }
 
 TEST(PlanCli, BadSitesAndIncompleteProfilesAreRefusedNamingTheProblem) {
@@ -85,4 +98,10 @@ TEST(PlanCli, BadSitesAndIncompleteProfilesAreRefusedNamingTheProblem) {
   EXPECT_EQ(wrong.code, 2);
   EXPECT_NE(wrong.err.find("/stages/src/seconds: expected a number, at least 0"), std::string::npos) << wrong.err;
   EXPECT_NE(wrong.err.find("/stages/src/colour: unknown key"), std::string::npos) << wrong.err;
+  std::ofstream(dir / "ok.json") << R"({"version": 1, "stages": {"src": {"seconds": 0}, "twice": {"seconds": 0.1},
+    "sink": {"seconds": 0}}})";
+  const auto bad_fix = test::flowd_cmd(dir, {"plan", "wf.json", "--sites", "sites.json", "--profile", "ok.json",
+                                             "--fix", "twice=moon"});
+  EXPECT_EQ(bad_fix.code, 2);
+  EXPECT_NE(bad_fix.err.find("--fix twice=moon: no site 'moon'"), std::string::npos) << bad_fix.err;
 }

@@ -141,7 +141,11 @@ Item ItemClient::fetch(const Peer& peer, const wire::ItemId& id, std::chrono::mi
                                       std::to_string(assembler->descriptor().chunk_count) + " chunks received"
                                 : std::string("nothing received: is the peer up, and does it accept our CURVE key?")) +
                      ", " + std::to_string(last_.retries) + " retries)");
-    const auto wake = std::min(deadline, last_progress + options_.retry_interval);
+    // The silence allowed doubles with each retry, up to 8 intervals: on a
+    // slow link shared by several transfers an answer may queue behind other
+    // items for seconds, and asking again at once only adds to the queue.
+    const auto silence = options_.retry_interval * (1 << std::min(last_.retries, 3));
+    const auto wake = std::min(deadline, last_progress + silence);
     if (now >= wake) {
       ask_again(assembler ? "chunks stopped arriving" : "no answer");
       last_progress = Clock::now();

@@ -36,7 +36,10 @@ struct ClientOptions {
   // name it in Peer. Without keys only local endpoints may be fetched from.
   std::optional<security::ClientCredentials> curve{};
   // Silence this long (no descriptor, no chunk) counts as loss: the missing
-  // chunks are asked for again. Longer than a chunk takes on the wire.
+  // chunks are asked for again. Longer than a chunk takes on the wire. The
+  // silence allowed doubles after each retry, up to 8 × retry_interval, so
+  // the defaults give up after 1 + 2 + 4 + 8 + 8 + 8 = 31 s of silence
+  // (or at the fetch's timeout, whichever comes first).
   std::chrono::milliseconds retry_interval{std::chrono::seconds(1)};
   int max_retries = 5;
   // Messages ZeroMQ buffers per peer before it stops reading (ZMQ_RCVHWM);

@@ -364,6 +364,8 @@ TEST(ItemTransport, RetriesAreBounded) {
     EXPECT_NE(std::string(e.what()).find("2 retries did not help"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find(endpoint), std::string::npos) << e.what();
   }
+  // The silence allowed doubles with each retry: 100 + 200 + 400 ms.
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, 650ms);
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
 }
 

@@ -1,0 +1,187 @@
+#!/usr/bin/env python3
+"""The placement benchmark of issue 17 (docs/benchmarks.md §15): the paper's
+experiment shape (seed 003) on one machine. Sites are network namespaces
+joined by tbf-shaped links (tools/bench/sites_netns.sh): a data site, a
+compute site and a client site (the coordinator, where the sinks write),
+1-1-1 or 2-2-1 worker processes, at several link bandwidths. For each
+workflow, chain and bandwidth it runs every placement of the stages that
+can move, measured, beside the planner's choice (flowd plan) and the
+demand-driven defaults, and checks that every run's PNG outputs equal a
+one-process run's. Needs root.
+
+Sinks stay with the coordinator (the client site). Sources stay at the
+data site, in every placement and in the plan (flowd plan --fix): all
+namespaces share this machine's disk, so a source elsewhere would read
+the data without crossing the emulated links, which no real site could.
+Two defaults: "default" is a run without a placement (the coordinator runs
+the source at the client, which here reads the data for free: flattered),
+"default, source at data" gives the source the data site's labels and
+leaves every other stage demand-driven (what a run without a plan can do
+once its source sits by its data).
+
+  tools/bench/placement_matrix.py BUILD OUTDIR [--rounds R] [--bandwidths 4,16,100]
+      [--chains 111,221] [--workflows nuclei,virtual-microscope] [--input SPEC]
+
+Writes OUTDIR/results.json (every run) and OUTDIR/summary.md (one row per
+workflow, chain and bandwidth); prints the summary.
+"""
+import argparse
+import hashlib
+import itertools
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+MEASURED = re.compile(r"placement: (?:predicted|none \(demand-driven\), modelled) ([0-9.]+) s \(bottleneck ([^)]*)\), "
+                      r"measured ([0-9.]+) s")
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, capture_output=True, text=True, **kw)
+
+
+def pngs(folder):
+    """Every PNG under `folder` by relative path, as a digest."""
+    out = {}
+    for p in sorted(Path(folder).rglob("*.png")):
+        out[str(p.relative_to(folder))] = hashlib.sha256(p.read_bytes()).hexdigest()
+    return out
+
+
+def sites_file(path, nodes, mb_s):
+    names = ["data", "compute", "client"]
+    doc = {"version": 1, "coordinator": "client",
+           "sites": [{"name": n, "nodes": k} for n, k in zip(names, nodes)],
+           "links": [{"from": names[i], "to": names[i + 1], "bandwidth_mb_s": mb_s} for i in range(2)]}
+    Path(path).write_text(json.dumps(doc, indent=2) + "\n")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("build")
+    ap.add_argument("out")
+    ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--bandwidths", default="4,16,100")
+    ap.add_argument("--chains", default="111,221")
+    ap.add_argument("--workflows", default="nuclei,virtual-microscope")
+    ap.add_argument("--input", default="synthetic:hne?width=2048&height=2048&count=2&seed=1")
+    a = ap.parse_args()
+    build = Path(a.build).resolve()
+    flowd = build / "bin" / "flowd"
+    out = Path(a.out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, FLOWD_PLUGIN_PATH=str(build / "lib" / "flowd" / "plugins"))
+    common = ["--gpu", "none", "--no-perf-model", "--set", "input=" + a.input]
+    results = []
+    summary = []
+    for wf_name in a.workflows.split(","):
+        wf = ROOT / "workflows" / (wf_name + ".json")
+        # The profile and the reference outputs: one process, one CPU.
+        prof = out / f"profile-{wf_name}.json"
+        ref = out / f"ref-{wf_name}"
+        r = run([str(flowd), "run", str(wf), "--no-progress", "--cpu", "1", "--stage-profile", str(prof), "--set", f"output={ref}"] + common,
+                env=env)
+        if r.returncode != 0:
+            sys.exit(f"profile run of {wf_name} failed:\n{r.stderr}")
+        want = pngs(ref)
+        doc = json.loads(wf.read_text())
+        consumed = {v.split(".")[0] for st in doc["stages"].values() for v in st.get("inputs", {}).values()}
+        sources = [n for n, st in doc["stages"].items() if not st.get("inputs")]
+        # The defaults' second form: the source by its data, the rest demand-driven.
+        for n in sources:
+            doc["stages"][n]["labels"] = ["site:data"]
+        wf_at_data = out / f"{wf_name}-source-at-data.json"
+        wf_at_data.write_text(json.dumps(doc, indent=1))
+        for chain in a.chains.split(","):
+            nodes = [int(c) for c in chain]
+            for bw in [float(x) for x in a.bandwidths.split(",")]:
+                tag = f"{wf_name}-{chain}-{bw:g}"
+                sites = out / f"sites-{chain}-{bw:g}.json"
+                sites_file(sites, nodes, bw)
+                planned = out / f"plan-{tag}.json"
+                r = run([str(flowd), "plan", str(wf), "--sites", str(sites), "--profile", str(prof), "--write",
+                         str(planned)] + [f"--fix={x}=data" for x in sources], env=env)
+                if r.returncode != 0:
+                    sys.exit(f"flowd plan failed for {tag}:\n{r.stderr}")
+                plan = json.loads(planned.read_text())["stages"]
+                stages = list(plan)
+                sinks = [s for s in stages if s not in consumed]
+                movable = [s for s in stages if s not in sinks and s not in sources]
+                cases = []
+                for sites_of in itertools.product(["data", "compute", "client"], repeat=len(movable)):
+                    where = dict(zip(movable, sites_of))
+                    where.update({s: "client" for s in sinks})
+                    where.update({s: "data" for s in sources})
+                    cases.append(("placement", where))
+                cases.append(("default", None))
+                cases.append(("default, source at data", None))
+                for rnd in range(a.rounds):
+                    for kind, where in cases:
+                        args = []
+                        label = kind
+                        run_wf = wf_at_data if kind == "default, source at data" else wf
+                        if where is not None:
+                            f = out / f"case-{tag}.json"
+                            f.write_text(json.dumps({"stages": where}))
+                            args = ["--placement", str(f)]
+                            label = ", ".join(f"{s}@{where[s]}" for s in stages)
+                        target = out / f"run-{tag}"
+                        subprocess.run(["rm", "-rf", str(target)])
+                        r = run([str(ROOT / "tools/bench/sites_netns.sh"), str(build), str(sites), str(run_wf),
+                                 "--profile", str(prof), "--set", f"output={target}"] + common + args,
+                                env=env, timeout=900)
+                        m = MEASURED.search(r.stdout + r.stderr)
+                        same = pngs(target) == want if r.returncode == 0 else False
+                        row = {"workflow": wf_name, "chain": chain, "mb_s": bw, "round": rnd, "placement": label,
+                               "planned": where == plan, "rc": r.returncode, "same_output": same,
+                               "predicted": float(m.group(1)) if m and kind != "default, source at data" else None,
+                               "bottleneck": m.group(2) if m else None,
+                               "measured": float(m.group(3)) if m else None}
+                        results.append(row)
+                        print(json.dumps(row), flush=True)
+                        if r.returncode != 0 or not m:
+                            (out / f"failed-{tag}-{len(results)}.log").write_text(r.stdout + r.stderr)
+                (out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
+                rows = [x for x in results if x["workflow"] == wf_name and x["chain"] == chain and x["mb_s"] == bw]
+                by = {}
+                for x in rows:
+                    if x["measured"] is not None and x["rc"] == 0:
+                        by.setdefault(x["placement"], []).append(x["measured"])
+                med = {k: statistics.median(v) for k, v in by.items()}
+                planned_label = ", ".join(f"{s}@{plan[s]}" for s in stages)
+                best = min((k for k in med if not k.startswith("default")), key=lambda k: med[k])
+                summary.append({"workflow": wf_name, "chain": chain, "mb_s": bw, "planned": planned_label,
+                                "planned_s": med.get(planned_label), "best": best, "best_s": med[best],
+                                "default_s": med.get("default"),
+                                "default_data_s": med.get("default, source at data"),
+                                "all_data_s": med.get(", ".join(
+                                    f"{s}@{'client' if s in sinks else 'data'}" for s in stages)),
+                                "all_compute_s": med.get(", ".join(
+                                    f"{s}@{'client' if s in sinks else 'data' if s in sources else 'compute'}"
+                                    for s in stages)),
+                                "failed": sum(1 for x in rows if x["rc"] != 0 or not x["same_output"]),
+                                "runs": len(rows)})
+    lines = ["| workflow | chain | MB/s | planned | planned s | best measured | best s | planned / best | "
+             "default s | default, source at data s | that / planned | all at data s | all at compute s | runs (bad) |",
+             "|---|---|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for s in summary:
+        def f(v):
+            return "–" if v is None else f"{v:.2f}"
+        ratio = s["planned_s"] / s["best_s"] if s["planned_s"] and s["best_s"] else None
+        gain = s["default_data_s"] / s["planned_s"] if s["planned_s"] and s["default_data_s"] else None
+        lines.append(f"| {s['workflow']} | {'-'.join(s['chain'])} | {s['mb_s']:g} | {s['planned']} | {f(s['planned_s'])} | "
+                     f"{s['best']} | {f(s['best_s'])} | {f(ratio)} | {f(s['default_s'])} | {f(s['default_data_s'])} | "
+                     f"{f(gain)} | "
+                     f"{f(s['all_data_s'])} | {f(s['all_compute_s'])} | {s['runs']} ({s['failed']}) |")
+    (out / "summary.md").write_text("\n".join(lines) + "\n")
+    (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
