@@ -224,6 +224,9 @@ int cmd_run(const Args& args, const std::vector<std::string>& full_command_line)
       ("placement", po::value(&placement_options.placement),
        "auto (planned from --profile) or PLAN.json (flowd plan --write): hold each stage to its site's nodes")
       ("profile", po::value(&placement_options.profile), "the stage profile --placement plans with and predicts from")
+      ("replan-margin", po::value(&placement_options.replan_margin),
+       "with --placement auto: plan again when a stage's measured cost differs from the profile's by more than this "
+       "fraction (default 0.5)")
       ("no-progress", po::bool_switch(&no_progress), "no progress table or progress log lines")
       ("journal", po::value(&journal_dir), "keep a journal of finished work in DIR so the run can be resumed")
       ("resume", po::bool_switch(&resume), "continue the run journalled in --journal DIR: skip what it finished")
@@ -332,7 +335,7 @@ int cmd_run(const Args& args, const std::vector<std::string>& full_command_line)
     log.info("running " + o.workflow + " (" + std::to_string(graph.stages.size()) + " stages, scheduler " + ro.scheduler +
              ", workflow sha256 " + ro.provenance["workflow_sha256"].get<std::string>().substr(0, 12) + ")");
     std::optional<Replanner> replanner;
-    if (placed && placed->planned && session) replanner.emplace(*placed);
+    if (placed && placed->planned && session) replanner.emplace(*placed, placement_options.replan_margin);
     report = run.execute([&](const runtime::Progress& p) {
       view.update(p);
       if (!replanner) return;

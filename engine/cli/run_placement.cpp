@@ -33,6 +33,8 @@ placement::Placement read_plan(const workflow::Graph& g, const placement::Sites&
 
 AppliedPlacement apply_placement(workflow::Graph& g, const PlacementOptions& o, Logger& log) {
   if (o.sites.empty()) throw Error("--placement needs --sites FILE: the chain of sites to place the stages on");
+  if (!(o.replan_margin > 0))
+    throw Error("--replan-margin " + std::to_string(o.replan_margin) + ": expected a fraction above 0 (0.5: half)");
   AppliedPlacement out;
   out.sites = placement::load_sites(o.sites);
   const std::size_t home = out.sites.coordinator;
@@ -143,9 +145,9 @@ workflow::StageLabels site_labels(const placement::Site& site) {
 }
 
 std::optional<placement::Placement> Replanner::check(const runtime::Progress& p, std::string* why) {
-  if (done_ || !placed_.planned || !placed_.problem) return std::nullopt;
-  const std::uint64_t expected = p.expected_items.value_or(0);
-  if (p.retired_items < std::max<std::uint64_t>(4, expected / 10) || p.source_items == 0) return std::nullopt;
+  if (!placed_.planned || !placed_.problem) return std::nullopt;
+  const std::uint64_t step = std::max<std::uint64_t>(4, p.expected_items.value_or(0) / 10);
+  if (p.retired_items < std::max(step, next_check_) || p.source_items == 0) return std::nullopt;
   placement::Problem& problem = *placed_.problem;
   const double items = static_cast<double>(p.source_items);
   double total = 0;
@@ -179,7 +181,7 @@ std::optional<placement::Placement> Replanner::check(const runtime::Progress& p,
     }
   }
   if (drift.empty()) return std::nullopt;
-  done_ = true;
+  next_check_ = p.retired_items + step;
   for (std::size_t i = 0; i < measured.size(); ++i)
     if (measured[i]) problem.stages[i].seconds = *measured[i];
   const placement::Plan plan = placement::plan(problem);

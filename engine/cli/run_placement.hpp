@@ -20,6 +20,7 @@ struct PlacementOptions {
   std::string sites;      // --sites FILE
   std::string placement;  // --placement auto | PLAN.json
   std::string profile;    // --profile FILE (auto; and predictions for a PLAN.json)
+  double replan_margin = 0.5;  // --replan-margin: the drift that plans again (auto)
   bool given() const noexcept { return !placement.empty(); }
 };
 
@@ -64,22 +65,24 @@ workflow::StageLabels site_labels(const placement::Site& site);
 // Re-planning (--placement auto): once a tenth of the expected source items
 // (at least 4) are done, each stage's measured seconds per source item
 // (its busy time per task times its tasks per source item, at least one,
-// scaled by its site's speed) is
-// compared with the profile's; where a stage the plan can move (not a
-// source, which keeps its node, or a sink) that takes at least 5 % of the movable stages' measured
-// time differs by more than `margin` (0.5: half the
-// profile's value either way), the profile takes the measured values and
-// the placement is planned again, once per run.
+// scaled by its site's speed) is compared with the profile's; where a
+// stage the plan can move (not a source, which keeps its node, or a sink)
+// that takes at least 5 % of the movable stages' measured time differs by
+// more than `margin` (--replan-margin, default 0.5: half the profile's
+// value either way), the profile takes the measured values and the
+// placement is planned again. The next check waits for another tenth of
+// the items and compares with the values taken, so a run re-plans as often
+// as its costs keep drifting, never twice on the same evidence.
 class Replanner {
 public:
   explicit Replanner(AppliedPlacement& placed, double margin = 0.5) : placed_(placed), margin_(margin) {}
-  // A new placement when this progress calls for one (and then never again).
+  // A new placement when this progress calls for one.
   std::optional<placement::Placement> check(const runtime::Progress& p, std::string* why);
 
 private:
   AppliedPlacement& placed_;
   double margin_;
-  bool done_ = false;
+  std::uint64_t next_check_ = 0;  // retired source items before the next comparison
 };
 
 }  // namespace flowd::cli

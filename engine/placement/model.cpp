@@ -88,15 +88,21 @@ double capacity(const Site& s) { return s.speed * static_cast<double>(s.nodes); 
 
 }  // namespace
 
+double site_time(const Site& s, double parallel, double serial) {
+  return std::max(parallel / capacity(s), serial / s.speed);
+}
+
 Prediction predict(const Problem& p, const Placement& where) {
   if (!feasible(p, where))
     throw std::invalid_argument("placement: a stage placed on a site that does not exist, or a fixed one elsewhere");
   Prediction out = empty_prediction(p);
   std::vector<bool> used(2 * p.sites.links.size(), false);
   const std::size_t last = p.sites.size() - 1;
+  std::vector<double> parallel(p.sites.size(), 0.0), serial(p.sites.size(), 0.0);
   for (std::size_t i = 0; i < p.stages.size(); ++i) {
     const StageCost& s = p.stages[i];
-    out.site_seconds[where[i]] += s.seconds / capacity(p.sites.sites[where[i]]);
+    parallel[where[i]] += s.seconds;
+    if (s.source) serial[where[i]] += s.seconds;
     if (s.source && s.input_bytes > 0) cross(p, out, used, 0, where[i], s.input_bytes, 1.0);
     // Once to the farthest consumer after its site, once to the farthest
     // before it (and a sink's results to the last site).
@@ -109,6 +115,7 @@ Prediction predict(const Problem& p, const Placement& where) {
     cross(p, out, used, where[i], right, s.bytes_out, s.items_out);
     cross(p, out, used, where[i], left, s.bytes_out, s.items_out);
   }
+  for (std::size_t j = 0; j < p.sites.size(); ++j) out.site_seconds[j] = site_time(p.sites.sites[j], parallel[j], serial[j]);
   finish(p, out, used);
   return out;
 }
@@ -119,11 +126,13 @@ Prediction predict_demand_driven(const Problem& p) {
   const std::size_t last = p.sites.size() - 1, home = p.sites.coordinator < p.sites.size() ? p.sites.coordinator : last;
   double total_capacity = 0;
   for (const Site& s : p.sites.sites) total_capacity += capacity(s);
+  std::vector<double> parallel(p.sites.size(), 0.0), serial(p.sites.size(), 0.0);
   for (std::size_t i = 0; i < p.stages.size(); ++i) {
     const StageCost& s = p.stages[i];
     const bool on_coordinator = s.source || s.sink;
     if (on_coordinator) {
-      out.site_seconds[home] += s.seconds / capacity(p.sites.sites[home]);
+      parallel[home] += s.seconds;
+      if (s.source) serial[home] += s.seconds;
       if (s.source && s.input_bytes > 0) cross(p, out, used, 0, home, s.input_bytes, 1.0);
       if (s.sink) cross(p, out, used, home, last, s.bytes_out, s.items_out);
       continue;
@@ -138,11 +147,12 @@ Prediction predict_demand_driven(const Problem& p) {
       }
     for (std::size_t j = 0; j < p.sites.size(); ++j) {
       const double share = capacity(p.sites.sites[j]) / total_capacity;
-      out.site_seconds[j] += share * s.seconds / capacity(p.sites.sites[j]);
+      parallel[j] += share * s.seconds;
       cross(p, out, used, home, j, share * in_bytes, share * in_items);
       cross(p, out, used, j, home, share * s.bytes_out, share * s.items_out);
     }
   }
+  for (std::size_t j = 0; j < p.sites.size(); ++j) out.site_seconds[j] = site_time(p.sites.sites[j], parallel[j], serial[j]);
   finish(p, out, used);
   return out;
 }

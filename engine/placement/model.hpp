@@ -5,7 +5,9 @@
 // of sites (sites.hpp); and how many source items flow.
 //
 // A placement gives every stage a site. Per source item, site j takes
-//   T(C_j) = Σ over its stages of seconds / (speed_j · nodes_j)
+//   T(C_j) = max(Σ over its stages of seconds / (speed_j · nodes_j),
+//                Σ over its sources of seconds / speed_j)
+// (a source runs on one node, one next() at a time, however many the site has)
 // and each direction of link j (between sites j and j + 1)
 //   T(L_j) = Σ over what crosses it of bytes / bandwidth_j + items · overhead_j,
 // where a stage's output crosses the links from its site to its farthest
@@ -28,6 +30,10 @@
 #include "placement/sites.hpp"
 
 namespace flowd::placement {
+
+// T(C_j) above: a site's time per item for `parallel` seconds of every
+// stage on it, of which `serial` are sources'.
+double site_time(const Site& s, double parallel, double serial);
 
 struct StageCost {
   std::string name;

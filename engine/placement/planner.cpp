@@ -27,14 +27,18 @@ struct Contiguous {
   const Problem& p;
   std::size_t n, m;
   std::vector<double> prefix_seconds;  // Σ seconds of stages [0, i)
+  std::vector<double> prefix_serial;   // Σ seconds of the sources among them
 
   explicit Contiguous(const Problem& pr) : p(pr), n(pr.stages.size()), m(pr.sites.size()) {
     prefix_seconds.assign(n + 1, 0.0);
-    for (std::size_t i = 0; i < n; ++i) prefix_seconds[i + 1] = prefix_seconds[i] + p.stages[i].seconds;
+    prefix_serial.assign(n + 1, 0.0);
+    for (std::size_t i = 0; i < n; ++i) {
+      prefix_seconds[i + 1] = prefix_seconds[i] + p.stages[i].seconds;
+      prefix_serial[i + 1] = prefix_serial[i] + (p.stages[i].source ? p.stages[i].seconds : 0.0);
+    }
   }
   double site(std::size_t j, std::size_t a, std::size_t b) const {
-    const Site& s = p.sites.sites[j];
-    return (prefix_seconds[b] - prefix_seconds[a]) / (s.speed * static_cast<double>(s.nodes));
+    return site_time(p.sites.sites[j], prefix_seconds[b] - prefix_seconds[a], prefix_serial[b] - prefix_serial[a]);
   }
   // Per item over link j when stages [0, k) sit before it: the input data
   // for each source at or after k, the outputs of each stage before k read

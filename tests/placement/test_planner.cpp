@@ -58,7 +58,9 @@ TEST(PlacementModel, PredictionsByHand) {
   EXPECT_NEAR(c.link_seconds[1], 0.001, 1e-12);          // B -> C
   EXPECT_NEAR(c.link_seconds[3], 0.0, 1e-12);            // C -> B: nothing
   EXPECT_EQ(c.bottleneck_name, "link A -> B");
-  EXPECT_NEAR(c.total, 99 * 0.412 + (0.4 + 0.005 + 0.04 + 0.412 + 0.401 + 0.001 + 0.022), 1e-9);
+  // The source runs on one of B's two nodes: 0.01 s, not 0.01 / 2.
+  EXPECT_NEAR(c.site_seconds[1], 0.01, 1e-12);
+  EXPECT_NEAR(c.total, 99 * 0.412 + (0.4 + 0.01 + 0.04 + 0.412 + 0.401 + 0.001 + 0.022), 1e-9);
   // Sites that do not exist, or a fixed stage elsewhere.
   EXPECT_FALSE(feasible(p, {3, 0, 2}));
   Problem fixed = p;
@@ -85,12 +87,12 @@ TEST(PlacementPlanner, TheBestOfTheHandChain) {
 namespace {
 
 // The total of a chain placement, from the formula directly: stage i reads
-// stage i − 1; stage 0 reads the input at site 0; the last writes results
-// that go to the last site.
+// stage i − 1; stage 0, the source, reads the input at site 0 on one node
+// of its site; the last writes results that go to the last site.
 double reference_total(const Problem& p, const Placement& w) {
   const std::size_t m = p.sites.size(), n = p.stages.size();
   // Directed links: forward j (site j to j + 1), backward m − 1 + j.
-  std::vector<double> site(m, 0), link(2 * (m - 1), 0), bytes(2 * (m - 1), 0);
+  std::vector<double> site(m, 0), serial(m, 0), link(2 * (m - 1), 0), bytes(2 * (m - 1), 0);
   auto add = [&](std::size_t from, std::size_t to, double b, double items) {
     for (std::size_t j = std::min(from, to); j < std::max(from, to); ++j) {
       const std::size_t d = to > from ? j : m - 1 + j;
@@ -101,8 +103,10 @@ double reference_total(const Problem& p, const Placement& w) {
   add(0, w[0], p.stages[0].input_bytes, 1);
   for (std::size_t i = 0; i < n; ++i) {
     site[w[i]] += p.stages[i].seconds / (p.sites.sites[w[i]].speed * p.sites.sites[w[i]].nodes);
+    if (p.stages[i].source) serial[w[i]] += p.stages[i].seconds / p.sites.sites[w[i]].speed;
     add(w[i], i + 1 < n ? w[i + 1] : m - 1, p.stages[i].bytes_out, p.stages[i].items_out);
   }
+  for (std::size_t j = 0; j < m; ++j) site[j] = std::max(site[j], serial[j]);
   double worst = 0, sum = 0;
   for (double s : site) worst = std::max(worst, s), sum += s;
   for (std::size_t d = 0; d < link.size(); ++d) {
