@@ -16,9 +16,13 @@ std::string Coordinator::Core::holder_label(std::uint32_t id) const {
 void Coordinator::Core::request_recompute(const std::shared_ptr<const ClusterItem>& item) {
   if (recomputing.contains(item.get())) return;
   if (!item->lineage().remakeable) {
-    item->fail("its holder " + item->holder() + " is gone, and items a scan stage made on a worker node are not made again");
+    // A scan's, an all-pairs job's or a placed source's outputs: a re-run
+    // would not make the same items (other steals, a source's state moved on).
+    item->fail("its holder " + item->holder() +
+               " is gone, and items a scan, all-pairs or placed source stage made on a worker node are not made again");
     log(LogLevel::error, "item '" + item->lineage().key + "' of stage '" + stages[item->lineage().stage].name +
-                             "' is lost: its holder " + item->holder() + " is gone, and a scan's results are not recomputed");
+                             "' is lost: its holder " + item->holder() +
+                             " is gone, and what a scan, all-pairs or placed source stage made is not recomputed");
     cv.notify_all();
     return;
   }

@@ -4,6 +4,8 @@
 #include <zmq_addon.hpp>
 
 #include <algorithm>
+#include <cstdint>
+#include <cstring>
 #include <new>
 #include <random>
 #include <vector>
@@ -57,10 +59,28 @@ ItemClient::ItemClient(ClientOptions options) : options_(std::move(options)) {
 
 ItemClient::~ItemClient() = default;
 
-zmq::socket_t& ItemClient::socket_for(const Peer& peer) {
+void ItemClient::PeerSocket::update() {
+  std::vector<zmq::message_t> frames;
+  while (frames.clear(), zmq::recv_multipart(monitor, std::back_inserter(frames), zmq::recv_flags::dontwait)) {
+    if (frames.empty() || frames[0].size() < sizeof(std::uint16_t)) continue;
+    std::uint16_t event = 0;
+    std::memcpy(&event, frames[0].data(), sizeof event);
+    if (event == ZMQ_EVENT_CONNECTED) connected = true;
+    if (event == ZMQ_EVENT_DISCONNECTED) connected = false;
+  }
+}
+
+ItemClient::PeerSocket& ItemClient::socket_for(const Peer& peer) {
   const std::string key = peer.endpoint + "|" + peer.server_public_key;
   if (auto it = sockets_.find(key); it != sockets_.end()) return it->second;
   zmq::socket_t s(ctx_, zmq::socket_type::dealer);
+  // Watched from before the connect, so that its first connection counts.
+  const std::string watch = "inproc://flowd-item-client-" + std::to_string(reinterpret_cast<std::uintptr_t>(s.handle()));
+  if (zmq_socket_monitor(s.handle(), watch.c_str(), ZMQ_EVENT_CONNECTED | ZMQ_EVENT_DISCONNECTED) != 0)
+    throw Error("fetching from " + peer.endpoint + ": cannot watch the connection: " + zmq_strerror(zmq_errno()));
+  zmq::socket_t monitor(ctx_, zmq::socket_type::pair);
+  monitor.set(zmq::sockopt::linger, 0);
+  monitor.connect(watch);
   s.set(zmq::sockopt::linger, 0);
   s.set(zmq::sockopt::rcvhwm, std::max(1, options_.receive_hwm));
   // A frame bigger than any chunk the limits allow is cut off by libzmq
@@ -75,7 +95,7 @@ zmq::socket_t& ItemClient::socket_for(const Peer& peer) {
     throw Error("fetching from " + peer.endpoint + ": the peer has a CURVE key but this client has no key pair");
   }
   security::secure_connect(s, peer.endpoint);
-  return sockets_.emplace(key, std::move(s)).first->second;
+  return sockets_.emplace(key, PeerSocket{std::move(s), std::move(monitor)}).first->second;
 }
 
 void ItemClient::forget(const Peer& peer) { sockets_.erase(peer.endpoint + "|" + peer.server_public_key); }
@@ -83,7 +103,8 @@ void ItemClient::forget(const Peer& peer) { sockets_.erase(peer.endpoint + "|" +
 Item ItemClient::fetch(const Peer& peer, const wire::ItemId& id, std::chrono::milliseconds timeout) {
   last_ = FetchStats{};
   const std::string what = describe(id) + " from " + peer.endpoint;
-  zmq::socket_t& socket = socket_for(peer);
+  PeerSocket& peer_socket = socket_for(peer);
+  zmq::socket_t& socket = peer_socket.socket;
   const std::uint64_t transfer = next_transfer_++;
   const auto start = Clock::now();
   const auto deadline = start + timeout;
@@ -141,10 +162,13 @@ Item ItemClient::fetch(const Peer& peer, const wire::ItemId& id, std::chrono::mi
                                       std::to_string(assembler->descriptor().chunk_count) + " chunks received"
                                 : std::string("nothing received: is the peer up, and does it accept our CURVE key?")) +
                      ", " + std::to_string(last_.retries) + " retries)");
-    // The silence allowed doubles with each retry, up to 8 intervals: on a
-    // slow link shared by several transfers an answer may queue behind other
-    // items for seconds, and asking again at once only adds to the queue.
-    const auto silence = options_.retry_interval * (1 << std::min(last_.retries, 3));
+    // While the peer is connected, the silence allowed doubles with each
+    // retry, up to 8 intervals: on a slow link shared by several transfers an
+    // answer may queue behind other items for seconds, and asking again at
+    // once only adds to the queue. A peer that is not connected gets no such
+    // patience (ClientOptions::retry_interval).
+    peer_socket.update();
+    const auto silence = options_.retry_interval * (peer_socket.connected ? 1 << std::min(last_.retries, 3) : 1);
     const auto wake = std::min(deadline, last_progress + silence);
     if (now >= wake) {
       ask_again(assembler ? "chunks stopped arriving" : "no answer");

@@ -36,10 +36,12 @@ struct ClientOptions {
   // name it in Peer. Without keys only local endpoints may be fetched from.
   std::optional<security::ClientCredentials> curve{};
   // Silence this long (no descriptor, no chunk) counts as loss: the missing
-  // chunks are asked for again. Longer than a chunk takes on the wire. The
-  // silence allowed doubles after each retry, up to 8 × retry_interval, so
-  // the defaults give up after 1 + 2 + 4 + 8 + 8 + 8 = 31 s of silence
-  // (or at the fetch's timeout, whichever comes first).
+  // chunks are asked for again. Longer than a chunk takes on the wire. While
+  // the peer's TCP connection stands, the silence allowed doubles after each
+  // retry, up to 8 × retry_interval (a slow link shared by other transfers:
+  // the defaults give up after 1 + 2 + 4 + 8 + 8 + 8 = 31 s of silence);
+  // without a connection (the peer's process is gone) it stays at
+  // retry_interval (6 s). The fetch's timeout bounds both.
   std::chrono::milliseconds retry_interval{std::chrono::seconds(1)};
   int max_retries = 5;
   // Messages ZeroMQ buffers per peer before it stops reading (ZMQ_RCVHWM);
@@ -83,12 +85,21 @@ public:
   const FetchStats& last_stats() const noexcept { return last_; }
 
 private:
-  zmq::socket_t& socket_for(const Peer& peer);
+  // A peer's socket and what its monitor says of the TCP connection: a
+  // silent peer that is connected is slow (the silence allowed grows), one
+  // that is not is gone or unreachable (it does not).
+  struct PeerSocket {
+    zmq::socket_t socket;
+    zmq::socket_t monitor;  // PAIR: the socket's connected / disconnected events
+    bool connected = false;
+    void update();  // reads the monitor's pending events
+  };
+  PeerSocket& socket_for(const Peer& peer);
   void forget(const Peer& peer);
 
   ClientOptions options_;
   zmq::context_t ctx_{1};
-  std::map<std::string, zmq::socket_t> sockets_;
+  std::map<std::string, PeerSocket> sockets_;
   std::uint64_t next_transfer_;
   std::uint64_t seq_ = 0;
   FetchStats last_{};

@@ -248,6 +248,41 @@ TEST(ClusterRun, APlacedSourceRunsOnANodeOfItsSite) {
   }
 }
 
+// The node running a placed source is killed mid-run: the source's state
+// and the items it made were there, so the run fails saying so (the source
+// is not restarted elsewhere, which would emit its items twice), and writes
+// nothing.
+TEST(ClusterRun, APlacedSourceWhoseNodeIsLostFailsTheRunNamingIt) {
+  const auto dir = test::scratch();
+  const auto wf = placed_chain(dir, 400, 20, 1, 100);
+  write(dir, "plan.json", R"({"stages": {"src": "far", "step": "near", "out": "near"}})");
+  const std::string endpoint = "tcp://127.0.0.1:" + std::to_string(test::free_port());
+  Process coordinator(dir, {"run", wf.string(), "--set", "output=" + (dir / "lost.txt").string(), "--listen", endpoint,
+                            "--expect", "2", "--gpu", "none", "--no-progress", "--no-perf-model", "--max-in-flight",
+                            "4", "--sites", "sites.json", "--placement", "plan.json"});
+  Process near(dir, {"worker", "--connect", endpoint, "--gpu", "none", "--cpus", "1", "--name", "near", "--label",
+                     "site:near"});
+  Process far(dir, {"worker", "--connect", endpoint, "--gpu", "none", "--cpus", "1", "--name", "far", "--label",
+                    "site:far"});
+  // Killed once the source has run on it for a while (400 items of 20 ms
+  // each on one node take 8 s).
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (coordinator.err().find("source 'src' runs on") == std::string::npos && coordinator.poll() < 0 &&
+         std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  far.kill_and_wait();
+  EXPECT_EQ(coordinator.wait(), 3) << coordinator.err();
+  const std::string log = coordinator.err();
+  // Whichever the run meets first: the source's next call, or an item the
+  // source made there.
+  EXPECT_TRUE(log.find("the source's state was on that node, so it cannot go on elsewhere") != std::string::npos ||
+              log.find("placed source stage made on a worker node are not made again") != std::string::npos)
+      << log;
+  EXPECT_FALSE(fs::exists(dir / "lost.txt"));
+  near.wait();
+}
+
 // --placement auto with a profile that is wrong (the step said to cost
 // nothing, so it is planned next to the coordinator): once the measured
 // time drifts past the margin, the run plans again and the far site's four
