@@ -104,16 +104,12 @@ Prediction predict(const Problem& p, const Placement& where) {
     parallel[where[i]] += s.seconds;
     if (s.source) serial[where[i]] += s.seconds;
     if (s.source && s.input_bytes > 0) cross(p, out, used, 0, where[i], s.input_bytes, 1.0);
-    // Once to the farthest consumer after its site, once to the farthest
-    // before it (and a sink's results to the last site).
-    std::size_t right = where[i], left = where[i];
-    for (const std::size_t c : s.consumers) {
-      right = std::max(right, where[c]);
-      left = std::min(left, where[c]);
-    }
-    if (s.sink) right = last;
-    cross(p, out, used, where[i], right, s.bytes_out, s.items_out);
-    cross(p, out, used, where[i], left, s.bytes_out, s.items_out);
+    // Each consumer on another site pulls the output from where it was
+    // made (flowd does not relay items), and a sink's results go to the
+    // last site.
+    for (const std::size_t c : s.consumers)
+      if (where[c] != where[i]) cross(p, out, used, where[i], where[c], s.bytes_out, s.items_out);
+    if (s.sink) cross(p, out, used, where[i], last, s.bytes_out, s.items_out);
   }
   for (std::size_t j = 0; j < p.sites.size(); ++j) out.site_seconds[j] = site_time(p.sites.sites[j], parallel[j], serial[j]);
   finish(p, out, used);

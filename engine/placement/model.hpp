@@ -10,10 +10,11 @@
 // (a source runs on one node, one next() at a time, however many the site has)
 // and each direction of link j (between sites j and j + 1)
 //   T(L_j) = Σ over what crosses it of bytes / bandwidth_j + items · overhead_j,
-// where a stage's output crosses the links from its site to its farthest
-// consumer's on either side (once, however many read it: only what
-// downstream stages consume crosses), the input data cross from the first
-// site to each source's, and a sink's results from its site to the last.
+// where a stage's output crosses the links from its site to each consumer's
+// on another site, once per such consumer (each pulls its own copy from
+// where it was made: flowd relays nothing; only what downstream stages
+// consume crosses), the input data cross from the first site to each
+// source's, and a sink's results from its site to the last.
 // Consumers may sit before their producer in the chain (a coordinator at
 // the last site sends tiles back to the cluster): the paper's chain is the
 // case where every item flows forward. For N items

@@ -41,8 +41,9 @@ struct Contiguous {
     return site_time(p.sites.sites[j], prefix_seconds[b] - prefix_seconds[a], prefix_serial[b] - prefix_serial[a]);
   }
   // Per item over link j when stages [0, k) sit before it: the input data
-  // for each source at or after k, the outputs of each stage before k read
-  // at or after k (or a sink's results), each once.
+  // for each source at or after k, the outputs of each stage before k once
+  // for each consumer at or after k (each pulls its own copy), and a sink's
+  // results.
   struct Traffic {
     double bytes = 0, items = 0;
   };
@@ -57,12 +58,10 @@ struct Contiguous {
         }
         continue;
       }
-      const bool read_after = s.sink || std::any_of(s.consumers.begin(), s.consumers.end(),
-                                                   [&](std::size_t c) { return c >= k; });
-      if (read_after) {
-        t.bytes += s.bytes_out;
-        t.items += s.items_out;
-      }
+      const auto pulls = static_cast<double>(
+          (s.sink ? 1 : 0) + std::count_if(s.consumers.begin(), s.consumers.end(), [&](std::size_t c) { return c >= k; }));
+      t.bytes += pulls * s.bytes_out;
+      t.items += pulls * s.items_out;
     }
     return t;
   }
