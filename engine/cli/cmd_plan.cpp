@@ -2,6 +2,7 @@
 // sites (engine/placement; docs/cluster.md "Placement"), beside the
 // obvious defaults.
 #include <algorithm>
+#include <optional>
 #include <cstdio>
 #include <iostream>
 
@@ -85,6 +86,21 @@ int cmd_plan(const Args& args) {
     // What flowd run --placement can apply: sinks stay on the coordinator's
     // site (sources move to a node of theirs).
     const placement::Plan runnable = placement::plan(coordinator_fixed(g, problem));
+    // Sinks move with the coordinator: the site where starting flowd run
+    // (the sites file's "coordinator") would give the best runnable plan.
+    std::size_t best_home = sites.coordinator;
+    std::optional<placement::Plan> elsewhere;
+    for (std::size_t j = 0; j < sites.size(); ++j) {
+      if (j == sites.coordinator) continue;
+      placement::Problem moved = problem;
+      moved.sites.coordinator = j;
+      placement::Plan p = placement::plan(coordinator_fixed(g, moved));
+      const double best_so_far = elsewhere ? elsewhere->predicted.total : runnable.predicted.total;
+      if (p.predicted.total < 0.99 * best_so_far) {
+        best_home = j;
+        elsewhere = std::move(p);
+      }
+    }
 
     std::string chain;
     for (const auto& s : sites.sites) chain += (chain.empty() ? "" : " -> ") + s.name;
@@ -118,6 +134,10 @@ int cmd_plan(const Args& args) {
     table.row({"planned, sinks on the coordinator at " + sites.sites[sites.coordinator].name +
                    " (what flowd run --placement applies)",
                seconds(runnable.predicted.total), per_item(runnable.predicted)});
+    if (elsewhere)
+      table.row({"planned, flowd run (and so the sinks) at " + sites.sites[best_home].name +
+                     " (set \"coordinator\": \"" + sites.sites[best_home].name + "\" and start it there)",
+                 seconds(elsewhere->predicted.total), per_item(elsewhere->predicted)});
     // The defaults, whatever --fix holds.
     placement::Problem unfixed = problem;
     unfixed.fixed.clear();
