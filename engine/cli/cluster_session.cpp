@@ -96,11 +96,14 @@ std::unique_ptr<ClusterSession> ClusterSession::start_checked(const ClusterOptio
                                                 : fs::absolute(graph.workflow.file).parent_path().string();
   config.plugin_path = ctx.plugin_path;
   config.run = {{"scheduler", ro.scheduler}, {"locality", ro.locality}, {"prefetch", ro.prefetch}};
-  // Sources that run on a worker node (a placement's): the nodes open them.
-  Json sources = Json::array();
-  for (const auto& s : graph.stages)
+  // Sources and sinks that run on a worker node (a placement's): the nodes open them.
+  Json sources = Json::array(), sinks = Json::array();
+  for (const auto& s : graph.stages) {
     if (s.source_on_a_node()) sources.push_back(s.name);
+    if (s.sink_on_a_node()) sinks.push_back(s.name);
+  }
   if (!sources.empty()) config.run["sources"] = std::move(sources);
+  if (!sinks.empty()) config.run["sinks"] = std::move(sinks);
 
   std::unique_ptr<ClusterSession> s(new ClusterSession());
   s->coordinator_ = std::make_unique<net::node::Coordinator>(graph, std::move(config), std::move(co));

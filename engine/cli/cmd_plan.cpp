@@ -59,7 +59,7 @@ int cmd_plan(const Args& args) {
       ("fix", po::value(&fix)->composing(),
        "STAGE=SITE: a stage that must run on a site (a source next to its data), for every plan; repeatable")
       ("write", po::value(&write_file),
-       "write the placement flowd run --placement applies (sinks on the coordinator) to FILE");
+       "write the placement, which flowd run --placement applies, to FILE");
   add_common(desc, o);
   po::variables_map vm;
   if (auto rc = parse_command(args, desc, "usage: flowd plan WORKFLOW.json --sites SITES.json --profile PROFILE.json "
@@ -83,24 +83,6 @@ int cmd_plan(const Args& args) {
       problem.fixed[s->index] = site;
     }
     const placement::Plan plan = placement::plan(problem);
-    // What flowd run --placement can apply: sinks stay on the coordinator's
-    // site (sources move to a node of theirs).
-    const placement::Plan runnable = placement::plan(coordinator_fixed(g, problem));
-    // Sinks move with the coordinator: the site where starting flowd run
-    // (the sites file's "coordinator") would give the best runnable plan.
-    std::size_t best_home = sites.coordinator;
-    std::optional<placement::Plan> elsewhere;
-    for (std::size_t j = 0; j < sites.size(); ++j) {
-      if (j == sites.coordinator) continue;
-      placement::Problem moved = problem;
-      moved.sites.coordinator = j;
-      placement::Plan p = placement::plan(coordinator_fixed(g, moved));
-      const double best_so_far = elsewhere ? elsewhere->predicted.total : runnable.predicted.total;
-      if (p.predicted.total < 0.99 * best_so_far) {
-        best_home = j;
-        elsewhere = std::move(p);
-      }
-    }
 
     std::string chain;
     for (const auto& s : sites.sites) chain += (chain.empty() ? "" : " -> ") + s.name;
@@ -108,14 +90,14 @@ int cmd_plan(const Args& args) {
               << "search: " << plan.method << " ("
               << plan.tried << (plan.method == "exhaustive" ? " placements" : " candidate bottlenecks") << ")\n\n";
     Columns stages;
-    stages.row({"stage", "site", "s/item", "out/item", "site with sinks on the coordinator"});
+    stages.row({"stage", "site", "s/item", "out/item"});
     const auto groups = placement::fused_groups(problem, plan.where);
     for (std::size_t i = 0; i < problem.stages.size(); ++i) {
       const auto& st = problem.stages[i];
       char cost[32], out[32];
       std::snprintf(cost, sizeof cost, "%.4g", st.seconds);
       std::snprintf(out, sizeof out, "%.3g MB", st.bytes_out / 1e6);
-      stages.row({st.name, sites.sites[plan.where[i]].name, cost, out, sites.sites[runnable.where[i]].name});
+      stages.row({st.name, sites.sites[plan.where[i]].name, cost, out});
     }
     std::cout << stages.str("  ");
     std::cout << "fused (run back to back on one node):";
@@ -131,13 +113,6 @@ int cmd_plan(const Args& args) {
     Columns table;
     table.row({"placement", "predicted", "bottleneck"});
     table.row({"planned", seconds(plan.predicted.total), per_item(plan.predicted)});
-    table.row({"planned, sinks on the coordinator at " + sites.sites[sites.coordinator].name +
-                   " (what flowd run --placement applies)",
-               seconds(runnable.predicted.total), per_item(runnable.predicted)});
-    if (elsewhere)
-      table.row({"planned, flowd run (and so the sinks) at " + sites.sites[best_home].name +
-                     " (set \"coordinator\": \"" + sites.sites[best_home].name + "\" and start it there)",
-                 seconds(elsewhere->predicted.total), per_item(elsewhere->predicted)});
     // The defaults, whatever --fix holds.
     placement::Problem unfixed = problem;
     unfixed.fixed.clear();
@@ -156,13 +131,13 @@ int cmd_plan(const Args& args) {
     if (!write_file.empty()) {
       Json stages_json = Json::object();
       for (std::size_t i = 0; i < problem.stages.size(); ++i)
-        stages_json[problem.stages[i].name] = sites.sites[runnable.where[i]].name;
+        stages_json[problem.stages[i].name] = sites.sites[plan.where[i]].name;
       const Json doc = {{"version", 1},
                         {"sites", sites_file},
                         {"items", items},
                         {"method", plan.method},
-                        {"predicted_seconds", runnable.predicted.total},
-                        {"bottleneck", runnable.predicted.bottleneck_name},
+                        {"predicted_seconds", plan.predicted.total},
+                        {"bottleneck", plan.predicted.bottleneck_name},
                         {"stages", stages_json}};
       write_file_atomic(write_file, doc.dump(2) + "\n");
       log.info("placement written to " + write_file);

@@ -41,8 +41,7 @@ AppliedPlacement apply_placement(workflow::Graph& g, const PlacementOptions& o, 
   std::optional<placement::Problem> problem;
   if (!o.profile.empty()) {
     const placement::Profile profile = placement::load_profile(o.profile);
-    problem = coordinator_fixed(
-        g, placement::problem_of(g, profile, out.sites, std::max<std::uint64_t>(profile.source_items, 1)));
+    problem = placement::problem_of(g, profile, out.sites, std::max<std::uint64_t>(profile.source_items, 1));
   }
   if (o.placement == "auto") {
     if (!problem) throw Error("--placement auto needs --profile FILE (flowd run --stage-profile FILE)");
@@ -50,13 +49,6 @@ AppliedPlacement apply_placement(workflow::Graph& g, const PlacementOptions& o, 
     out.where = plan.where;
   } else {
     out.where = read_plan(g, out.sites, o.placement);
-    for (const auto& s : g.stages)
-      if (runs_on_coordinator(s) && out.where[s.index] != home)
-        throw Error("placement '" + o.placement + "': stage '" + s.name +
-                    "' is a sink, which runs on the coordinator at site '" + out.sites.sites[home].name +
-                    "', not at '" + out.sites.sites[out.where[s.index]].name +
-                    "' (start flowd run at the site that should receive the results; flowd plan --write writes a "
-                    "placement that keeps the sinks there)");
   }
   if (problem) out.predicted = placement::predict(*problem, out.where);
   out.problem = problem;
@@ -64,10 +56,11 @@ AppliedPlacement apply_placement(workflow::Graph& g, const PlacementOptions& o, 
   const std::string summary = describe(g, out);
   for (auto& s : g.stages) {
     const std::string& site = out.sites.sites[out.where[s.index]].name;
-    if (runs_on_coordinator(s)) continue;
-    // A source at the coordinator's site stays in the coordinator's process;
-    // elsewhere its labels send it to a node there (source_on_a_node).
-    if (s.connected_inputs() == 0 && out.where[s.index] == home) {
+    // A source or sink at the coordinator's site stays in the coordinator's
+    // process; elsewhere its labels send it to a node there
+    // (source_on_a_node, sink_on_a_node).
+    const bool source_or_sink = s.connected_inputs() == 0 || s.spec().outputs.empty();
+    if (source_or_sink && out.where[s.index] == home) {
       s.labels = {};
       continue;
     }
@@ -120,16 +113,7 @@ std::optional<placement::Prediction> demand_driven(const workflow::Graph& g, con
       placement::problem_of(g, profile, sites, std::max<std::uint64_t>(profile.source_items, 1)));
 }
 
-bool runs_on_coordinator(const workflow::StageNode& s) { return s.spec().outputs.empty(); }
-
-bool moves_during_a_run(const workflow::StageNode& s) { return !runs_on_coordinator(s) && s.connected_inputs() > 0; }
-
-placement::Problem coordinator_fixed(const workflow::Graph& g, placement::Problem p) {
-  if (p.fixed.size() != g.stages.size()) p.fixed.assign(g.stages.size(), std::nullopt);
-  for (const auto& s : g.stages)
-    if (runs_on_coordinator(s)) p.fixed[s.index] = p.sites.coordinator;
-  return p;
-}
+bool moves_during_a_run(const workflow::StageNode& s) { return !s.spec().outputs.empty() && s.connected_inputs() > 0; }
 
 std::string describe(const workflow::Graph& g, const AppliedPlacement& placed) {
   std::string out;
@@ -152,11 +136,11 @@ std::optional<placement::Placement> Replanner::check(const runtime::Progress& p,
   const double items = static_cast<double>(p.source_items);
   double total = 0;
   std::vector<std::optional<double>> measured(problem.stages.size());
-  // A source keeps its node (its operator's state is there): it stays on
-  // its site whatever the new plan says.
+  // A source or sink keeps its node (its operator's state, a sink's files
+  // are there): it stays on its site whatever the new plan says.
   if (problem.fixed.empty()) problem.fixed.assign(problem.stages.size(), std::nullopt);
   for (std::size_t i = 0; i < problem.stages.size(); ++i)
-    if (problem.stages[i].source) problem.fixed[i] = placed_.where[i];
+    if (problem.stages[i].source || problem.stages[i].sink) problem.fixed[i] = placed_.where[i];
   auto movable = [&](std::size_t i) { return !problem.fixed[i]; };
   for (std::size_t i = 0; i < p.stages.size() && i < problem.stages.size(); ++i) {
     if (p.stages[i].tasks_done < 2) continue;
@@ -167,8 +151,8 @@ std::optional<placement::Placement> Replanner::check(const runtime::Progress& p,
     measured[i] = p.stages[i].busy_seconds / tasks * std::max(1.0, tasks / items) * site.speed;
     if (movable(i)) total += *measured[i];
   }
-  // Only the stages a plan can move decide: sources and the coordinator's
-  // sinks stay where they are whatever they cost.
+  // Only the stages a plan can move decide: sources and sinks stay where
+  // they are whatever they cost.
   std::string drift;
   for (std::size_t i = 0; i < measured.size(); ++i) {
     if (!measured[i] || !movable(i) || *measured[i] < 0.05 * total) continue;

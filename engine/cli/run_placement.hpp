@@ -40,15 +40,9 @@ AppliedPlacement apply_placement(workflow::Graph& g, const PlacementOptions& o, 
 // Throws as apply_placement.
 std::optional<placement::Prediction> demand_driven(const workflow::Graph& g, const PlacementOptions& o);
 
-// Sinks: the coordinator runs them, wherever a plan would put them.
-bool runs_on_coordinator(const workflow::StageNode& s);
-// Map-like stages, which a re-plan may move during a run (not sources,
-// whose state is on their node, nor sinks).
+// Map-like stages, which a re-plan may move during a run (not sources nor
+// sinks, whose state and files are on their node).
 bool moves_during_a_run(const workflow::StageNode& s);
-
-// `p` with the coordinator's stages (sinks) fixed to the sites' coordinator
-// site, besides what `p` fixed already: what flowd run can apply.
-placement::Problem coordinator_fixed(const workflow::Graph& g, placement::Problem p);
 
 // Each stage's cost per source item as a run measured it (--stage-profile):
 // its busy time, the items and bytes it emitted in this process (a cluster

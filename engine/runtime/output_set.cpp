@@ -249,8 +249,13 @@ void OutputSet::check_existing() {
                        "remove them, or pass --overwrite");
 }
 
-void OutputSet::commit() {
+void OutputSet::prepare() {
   std::lock_guard lk(m_);
+  prepare_locked();
+}
+
+void OutputSet::prepare_locked() {
+  if (prepared_) return;
   // The manifests: one per root folder, listing every file this run writes below it.
   std::vector<fs::path> folders;
   for (const auto& p : places_)
@@ -262,11 +267,11 @@ void OutputSet::commit() {
       if (is_within(s.target, root)) m.files.push_back(s.target.lexically_relative(root));
     manifests.emplace_back(m.path(), m.text(options_.provenance));
   }
-  std::set<fs::path> targets;
+  targets_.clear();
   for (const auto& s : staged_)
-    targets.insert(s.target);
+    targets_.insert(s.target);
   for (const auto& [path, _] : manifests)
-    targets.insert(path);
+    targets_.insert(path);
 
   auto fail = [&](const std::string& why) {
     remove_temps();
@@ -292,6 +297,13 @@ void OutputSet::commit() {
            "; nothing was written");
     }
   }
+  prepared_ = true;
+}
+
+void OutputSet::commit() {
+  std::lock_guard lk(m_);
+  prepare_locked();
+  const std::set<fs::path>& targets = targets_;
 
   // Apply, recording each step so that a failure can undo them.
   struct Step {

@@ -17,6 +17,7 @@
 #include <functional>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <system_error>
@@ -80,6 +81,12 @@ public:
   // Phase two (above). Throws flowd::Error (nothing written, earlier outputs
   // as they were) or OutputsMixed.
   void commit();
+  // The first half of commit(): the manifests are written and every file is
+  // flushed to disk, nothing is renamed. A run whose sinks write on several
+  // nodes prepares every node's set before any renames (the likely failures,
+  // such as a full disk, come here), then commits them one by one. Throws
+  // flowd::Error (every temporary removed, nothing written).
+  void prepare();
   // Removes every temporary and the folders created that are still empty.
   void abort() noexcept;
   // At an interrupt, before the running tasks end: removes every temporary
@@ -101,6 +108,7 @@ private:
   };
 
   const Place* place_of(const std::filesystem::path& abs) const;
+  void prepare_locked();
   void make_dirs(const std::filesystem::path& dir);
   std::filesystem::path new_temp(const std::filesystem::path& target);
   // `shown`: `dir` as the sink named it, for the log.
@@ -117,6 +125,8 @@ private:
   std::vector<std::filesystem::path> created_dirs_;   // in creation order
   std::vector<std::filesystem::path> previous_;       // listed in the manifests found (absolute)
   std::vector<std::filesystem::path> old_manifests_;  // found where this run writes no manifest
+  std::set<std::filesystem::path> targets_;  // prepare(): every file the commit puts in place, manifests too
+  bool prepared_ = false;
   bool committed_ = false;
 };
 

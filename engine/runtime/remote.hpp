@@ -2,7 +2,8 @@
 // The seam between a run and a cluster (issue 5, docs/cluster.md "Runtime").
 //
 // A coordinator runs the workflow with runtime::Run as usual: sources, routing,
-// joins, reduces and sinks stay in its process. Map stages the cluster
+// joins, reduces and sinks stay in its process, except the sources and sinks
+// a placement moved to worker nodes (takes_source, takes_sink). Map stages the cluster
 // takes (RemoteExecutor::takes) are not queued locally; their tasks go to
 // the executor, which runs them on worker nodes and answers with references
 // to outputs that stay on the node that made them (RemoteItem). The run
@@ -81,6 +82,11 @@ public:
   // emitted, then an empty item whose attrs["flowd.source"] says
   // {"more", "expected"} (runtime::TaskHost::submit_source).
   virtual bool takes_source(std::size_t) const { return false; }
+  // Whether sink stage `stage` runs on one of the cluster's worker nodes (a
+  // placement moved it there): each of its steps (runtime/node_sinks.hpp) is
+  // then a RemoteTask pinned to that node, with `scan` {"phase": "sink",
+  // "step": ...}, and no outputs; its files are written on that node.
+  virtual bool takes_sink(std::size_t) const { return false; }
   virtual void submit(RemoteTask task) = 0;
   // The live worker nodes that have stage `stage` open, by id: a scan
   // stage's ranks. Empty when none (the scan then runs in this process).
@@ -88,6 +94,9 @@ public:
   // The run is ending (finished, failed or interrupted): no done() is called
   // after this returns; tasks still out are abandoned.
   virtual void drain() = 0;
+  // After drain(): tasks submitted from now on run again (the steps that
+  // end a placed sink: commit or abort). Nothing drained comes back.
+  virtual void resume() {}
 };
 
 }  // namespace flowd::runtime

@@ -62,12 +62,27 @@ bool RunState::open_sinks(RunReport& report) {
                                                                                           : "map fed consecutive pairs") +
                                ": the series it collects is") +
                     " not kept, so this run cannot be journalled or resumed (--journal/--resume)");
+  if (opts().checkpoint || opts().open_checkpoint)
+    for (const auto& s : stages_)
+      if (sink_on_node(s))
+        throw Error("sink '" + s.name() +
+                    "' is placed on a worker node: the inputs it consumes there are not kept in this "
+                    "process's journal, so this run cannot be journalled or resumed (--journal/--resume); keep the "
+                    "sink at the coordinator's site to resume");
+  choose_sink_nodes();
+  // The last sink of each node checks that node's files, once all declared them.
+  std::map<std::uint32_t, const StageState*> last_on;
+  for (const auto& s : stages_)
+    if (s.sink_node) last_on[*s.sink_node] = &s;
   for (auto& s : stages_) {
     if (s.pattern() != Pattern::sink) continue;
     SinkContextImpl ctx(*s.node, nullptr, log(), runner_.stop_flag(), opts().provenance, outputs_);
     try {
       const auto note = current_task(s);
-      static_cast<Sink&>(*s.node->op).open(ctx);
+      if (sink_on_node(s))
+        open_sink_on_node(s, s.sink_node && last_on[*s.sink_node] == &s);
+      else
+        static_cast<Sink&>(*s.node->op).open(ctx);
     } catch (...) {
       const std::string why = current_exception_message("operator '" + s.op() + "'");
       report.failures.push_back({s.name(), "", why});
@@ -84,6 +99,7 @@ bool RunState::open_sinks(RunReport& report) {
       outputs_.check_existing();
     } catch (...) {
       abort_sinks();
+      discard_node_outputs();
       outputs_.abort();
       throw;
     }
@@ -98,6 +114,7 @@ void RunState::start() {
       checkpoint_ = opts().open_checkpoint();
     } catch (...) {
       abort_sinks();
+      discard_node_outputs();
       outputs_.abort();
       throw;
     }
@@ -201,6 +218,9 @@ void RunState::finish(RunReport& report) {
   if (interrupted_) report.status = RunStatus::interrupted;
   else if (runner_.stopping()) report.status = RunStatus::failed;
   else if (!failures_.empty()) report.status = RunStatus::completed_with_failures;
+  // Sinks on worker nodes commit or abort there: the cluster takes those
+  // steps again.
+  if (!sink_nodes().empty()) opts().remote->resume();
   finish_sinks(report);
   if (checkpoint()) {
     std::uint64_t skipped = 0;
@@ -283,50 +303,109 @@ void RunState::abort_sinks(std::size_t first) noexcept {
     if (s.pattern() == Pattern::sink) sinks.push_back(&s);
   for (std::size_t i = sinks.size(); i-- > first;) {
     const auto note = current_task(*sinks[i]);
-    static_cast<Sink&>(*sinks[i]->node->op).abort();
+    if (!sinks[i]->sink_node) {
+      static_cast<Sink&>(*sinks[i]->node->op).abort();
+      continue;
+    }
+    if (sinks[i]->sink_node_lost) continue;  // nothing left to abort
+    try {
+      if (const RemoteResult r = sink_step(*sinks[i], {{"phase", "sink"}, {"step", "abort_sink"}}); !r.ok)
+        log().warn("sink '" + sinks[i]->name() + "' on " + sinks[i]->sink_node_name + " did not abort: " + r.error);
+    } catch (const std::exception& e) {
+      log().warn("sink '" + sinks[i]->name() + "' on " + sinks[i]->sink_node_name + " did not abort: " + e.what());
+    }
   }
 }
 
 // Two phases (output_set.hpp): every sink completes its staged files
 // (commit, in stage order), then the run moves all of them into place at
-// once. A failure in either phase leaves no output of this run.
+// once. A failure in either phase leaves no output of this run. Sinks on
+// worker nodes (remote_sink.cpp) take part: every node that writes flushes
+// its files before any renames, then the nodes rename theirs, then this
+// process; only a rename failing after another node's succeeded leaves
+// outputs mixed, and the report says which node holds what.
 void RunState::finish_sinks(RunReport& report) {
+  auto abort_all = [&](std::size_t first_sink) {
+    abort_sinks(first_sink);
+    discard_node_outputs();
+    outputs_.abort();
+  };
   if (!opts().commit ||
       (report.status != RunStatus::succeeded && report.status != RunStatus::completed_with_failures)) {
-    abort_sinks();
-    outputs_.abort();
+    abort_all(0);
     return;
   }
+  auto fail = [&](std::string error) {
+    report.status = RunStatus::failed;
+    report.error = std::move(error);
+    log().error(report.error);
+  };
   std::size_t index = 0;
   for (auto& s : stages_) {
     if (s.pattern() != Pattern::sink) continue;
     SinkContextImpl ctx(*s.node, nullptr, log(), runner_.stop_flag(), opts().provenance, outputs_);
     try {
       const auto note = current_task(s);
-      static_cast<Sink&>(*s.node->op).commit(ctx);
+      if (!s.sink_node) {
+        static_cast<Sink&>(*s.node->op).commit(ctx);
+      } else if (const RemoteResult r = sink_step(s, {{"phase", "sink"}, {"step", "commit_sink"}}); !r.ok) {
+        throw Error(r.error);
+      }
     } catch (...) {
-      report.status = RunStatus::failed;
-      report.error = "stage '" + s.name() +
-                     "' could not commit its output: " + current_exception_message("operator '" + s.op() + "'");
-      log().error(report.error);
-      abort_sinks(index);  // this one and those not completed yet; the others hold nothing more
-      outputs_.abort();
+      fail("stage '" + s.name() + "' could not commit its output: " +
+           current_exception_message("operator '" + s.op() + "'"));
+      abort_all(index);  // this one and those not completed yet; the others hold nothing more
       return;
     }
     ++index;
   }
+  const std::vector<StageState*> nodes = sink_nodes();
+  for (StageState* first : nodes)
+    if (const std::string why = node_outputs_step(*first, "prepare"); !why.empty()) {
+      fail("the outputs could not be committed: " + why);
+      abort_all(index);
+      return;
+    }
+  std::vector<std::string> placed;  // nodes whose files are in place
+  auto mixed = [&](const std::string& why) {
+    fail("the outputs could not be committed: " + why + "; but the outputs written on " + join(placed, ", ") +
+         " are already in place, so outputs are mixed");
+    report.outputs_mixed = true;
+    abort_all(index);
+  };
+  try {
+    outputs_.prepare();
+  } catch (const std::exception& e) {
+    fail(std::string("the outputs could not be committed: ") + e.what());
+    abort_all(index);
+    return;
+  }
+  for (StageState* first : nodes) {
+    if (const std::string why = node_outputs_step(*first, "commit"); !why.empty()) {
+      if (placed.empty()) {
+        fail("the outputs could not be committed: " + why);
+        abort_all(index);
+      } else {
+        mixed(why);
+      }
+      return;
+    }
+    placed.push_back(first->sink_node_name);
+  }
+  for (auto& s : stages_)
+    if (s.sink_node) log().info("sink '" + s.name() + "': its files were written on " + s.sink_node_name);
   try {
     outputs_.commit();
   } catch (const OutputsMixed& e) {
-    report.status = RunStatus::failed;
+    fail(std::string("the outputs could not be committed: ") + e.what());
     report.outputs_mixed = true;
-    report.error = std::string("the outputs could not be committed: ") + e.what();
-    log().error(report.error);
     outputs_.abort();
   } catch (const std::exception& e) {
-    report.status = RunStatus::failed;
-    report.error = std::string("the outputs could not be committed: ") + e.what();
-    log().error(report.error);
+    if (!placed.empty()) {
+      mixed(std::string("here: ") + e.what());
+      return;
+    }
+    fail(std::string("the outputs could not be committed: ") + e.what());
     outputs_.abort();
   }
 }

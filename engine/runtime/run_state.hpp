@@ -82,6 +82,11 @@ struct StageState : Stage {
   std::map<std::string, Tuple> joins;  // partial key-matched tuples (several inputs)
   std::deque<Tuple> backlog;           // sink: tuples waiting, consumed one at a time
   bool sink_busy = false;
+  // A sink on a worker node (RemoteExecutor::takes_sink): the node chosen
+  // when the run opens its sinks, which holds its operator and files.
+  std::optional<std::uint32_t> sink_node;
+  std::string sink_node_name;
+  bool sink_node_lost = false;  // seen lost: its steps are not sent any more
   std::vector<Item> partials;          // reduce: accumulators not being merged
   bool finalizing = false;
   bool finalized = false;
@@ -138,6 +143,7 @@ private:
   class StageTask;     // a source, map, sink, reduce, finalize, scan or all-pairs task (stage_tasks.cpp)
   class RemoteAnswer;  // a cluster's answer to a map task (stage_tasks.cpp)
   class SourceAnswer;  // a worker node's answer to a source's next() (remote_source.cpp)
+  class SinkAnswer;    // a worker node's answer to a sink's consume (remote_sink.cpp)
 
   // --- sources (routing.cpp) -------------------------------------------------
   void schedule_source(StageState& s);
@@ -149,6 +155,25 @@ private:
   // next() there, and its answer (on a pool thread).
   void run_source_on_node(StageState& s);
   void source_answer(StageState& s, RemoteResult r);
+
+  // --- sinks a placement moved to worker nodes (remote_sink.cpp) ---------------
+  bool sink_on_node(const StageState& s) const;
+  // Each such sink's node: the first live one its labels match (none when
+  // none does: open_sink_on_node then fails).
+  void choose_sink_nodes();
+  // One step of sink `s` on its node (runtime/node_sinks.hpp), waited for.
+  RemoteResult sink_step(StageState& s, Json step);
+  // `check`: the last sink of its node, whose files are then checked.
+  // Throws flowd::Error saying where and why.
+  void open_sink_on_node(StageState& s, bool check);
+  void run_sink_on_node(StageState& s, Tuple t);
+  void sink_answer(StageState& s, const Tuple& t, RemoteResult r);
+  // The first sink of each node that writes, in stage order: node-wide steps
+  // (prepare, commit, discard) go through it.
+  std::vector<StageState*> sink_nodes();
+  // A node-wide step: "" when it succeeded, else why ("on NODE: ...").
+  std::string node_outputs_step(StageState& first, const char* step);
+  void discard_node_outputs() noexcept;
 
   // --- routing (routing.cpp; *_locked run under m_) ---------------------------
   void route_locked(StageState& from, Emitted& out, const std::vector<CreditPtr>& credits, sched::TaskEnv* env);

@@ -57,6 +57,10 @@ void RunState::run_sink(StageState& s, sched::TaskEnv& env) {
     t = std::move(s.backlog.front());
     s.backlog.pop_front();
   }
+  if (s.sink_node && !runner_.stopping()) {
+    run_sink_on_node(s, std::move(t));  // its answer ends the task (remote_sink.cpp)
+    return;
+  }
   Outcome o{true, {}, {}};
   if (!runner_.stopping()) {
     std::vector<Item> scratch;

@@ -1,6 +1,6 @@
-// A cluster worker node's executor: a task runner with the graph's map
-// stages, without sources, routing or sinks; each task's result goes back to
-// its caller.
+// A cluster worker node's executor: a task runner with the graph's map,
+// scan and all-pairs stages, and the sources and sinks a placement moved
+// here, without routing; each task's result goes back to its caller.
 #include "runtime/task_host.hpp"
 
 #include <chrono>
@@ -12,6 +12,7 @@
 
 #include "runtime/allpairs_job.hpp"
 #include "runtime/hosted_job.hpp"
+#include "runtime/node_sinks.hpp"
 #include "runtime/scan_combiner.hpp"
 #include "runtime/task_runner.hpp"
 #include "sched/scan.hpp"
@@ -22,8 +23,10 @@ using detail::Stage;
 using detail::TaskRunner;
 
 struct TaskHost::State {
-  State(workflow::Graph& graph, RunOptions options, Logger& log) : runner(graph, std::move(options), log) {}
+  State(workflow::Graph& graph, RunOptions options, Logger& log)
+      : runner(graph, std::move(options), log), sinks(log) {}
   TaskRunner runner;
+  detail::NodeSinks sinks;  // after the runner: its tasks are stopped before the sinks abort
   std::deque<Stage> stages;  // deque: Stage holds atomics and never moves
   std::mutex caches_m;
   std::map<std::string, detail::AllPairsNodeCache> allpairs_caches;  // by all-pairs stage; map: never moves
@@ -244,14 +247,59 @@ private:
   bool first_;
 };
 
+// A task's inputs, one per input port, checked against the ports' types and
+// carried into `t`: the result to answer with when one does not fit.
+std::optional<HostedResult> carry_inputs(TaskRunner& runner, const Stage& s, std::vector<std::optional<Item>>& inputs,
+                                         Tuple& t) {
+  const auto& ports = s.node->spec().inputs;
+  if (inputs.size() != ports.size())
+    throw Error("stage '" + s.name() + "': " + std::to_string(inputs.size()) + " inputs for " +
+                std::to_string(ports.size()) + " input ports");
+  t.ports.assign(ports.size(), nullptr);
+  for (std::size_t p = 0; p < ports.size(); ++p) {
+    if (!inputs[p]) {
+      if (!ports[p].optional) return HostedResult{false, "required input '" + ports[p].name + "' is missing", t.key, {}, 0};
+      continue;
+    }
+    if (auto why = input_mismatch(ports[p], inputs[p]->value)) return HostedResult{false, *why, inputs[p]->meta.key, {}, 0};
+    t.ports[p] = runner.carry(std::move(*inputs[p]), {}, nullptr);
+  }
+  return std::nullopt;
+}
+
+// A step of a sink a placement moved to this node (node_sinks.hpp).
+class SinkJobTask final : public detail::HostedJob {
+public:
+  SinkJobTask(TaskRunner& runner, Stage& s, detail::NodeSinks& sinks, std::string key, Json spec, Tuple t,
+              std::function<void(HostedResult)> done)
+      : HostedJob(runner, s, std::move(key), std::move(done)), sinks_(sinks), spec_(std::move(spec)), tuple_(std::move(t)) {}
+
+private:
+  Outputs compute(sched::TaskEnv&) override {
+    if (tuple_.ports.empty()) {
+      sinks_.run(s_, spec_, nullptr, runner_.stop_flag());
+      return {};
+    }
+    std::vector<Item> scratch;
+    double moved = 0;
+    const Inputs inputs = runner_.place(tuple_, memory::host, scratch, moved, s_.node);
+    sinks_.run(s_, spec_, &inputs, runner_.stop_flag());
+    return {};
+  }
+
+  detail::NodeSinks& sinks_;
+  Json spec_;
+  Tuple tuple_;
+};
+
 }  // namespace
 
 TaskHost::TaskHost(workflow::Graph& graph, RunOptions options, Logger& log)
     : state_(std::make_unique<State>(graph, std::move(options), log)) {
   for (const auto& node : graph.stages)
-    if (node.spec().pattern == Pattern::sink || node.spec().pattern == Pattern::reduce)
+    if (node.spec().pattern == Pattern::reduce)
       throw Error("stage '" + node.name + "' (" + node.spec().name +
-                  ") is a sink or reduce stage; a worker node runs only map, scan, all-pairs and placed source stages");
+                  ") is a reduce stage; a worker node runs only map, scan, all-pairs and placed source and sink stages");
   for (auto& node : graph.stages) state_->stages.emplace_back(node);
   state_->runner.prepare();
   state_->runner.start();
@@ -276,6 +324,7 @@ Stage& TaskHost::stage(const std::string& name, Pattern pattern) {
                     std::string(pattern == Pattern::scan       ? " scan"
                                 : pattern == Pattern::allpairs ? "n all-pairs"
                                 : pattern == Pattern::source   ? " source"
+                                : pattern == Pattern::sink     ? " sink"
                                                                : " map") +
                     " stage here");
       return s;
@@ -286,25 +335,11 @@ Stage& TaskHost::stage(const std::string& name, Pattern pattern) {
 void TaskHost::submit(const std::string& stage, std::string key, std::vector<std::optional<Item>> inputs,
                       std::function<void(HostedResult)> done) {
   Stage* s = &this->stage(stage, Pattern::map);
-  const auto& ports = s->node->spec().inputs;
-  if (inputs.size() != ports.size())
-    throw Error("stage '" + stage + "': " + std::to_string(inputs.size()) + " inputs for " + std::to_string(ports.size()) +
-                " input ports");
   TaskRunner& runner = state_->runner;
-  Tuple t{key, std::vector<CarriedPtr>(ports.size())};
-  for (std::size_t p = 0; p < ports.size(); ++p) {
-    if (!inputs[p]) {
-      if (!ports[p].optional) {
-        done(HostedResult{false, "required input '" + ports[p].name + "' is missing", key, {}, 0});
-        return;
-      }
-      continue;
-    }
-    if (auto why = input_mismatch(ports[p], inputs[p]->value)) {
-      done(HostedResult{false, *why, inputs[p]->meta.key, {}, 0});
-      return;
-    }
-    t.ports[p] = runner.carry(std::move(*inputs[p]), {}, nullptr);
+  Tuple t{key, {}};
+  if (auto refused = carry_inputs(runner, *s, inputs, t)) {
+    done(std::move(*refused));
+    return;
   }
   auto task = std::make_unique<HostedTask>(runner, *s, std::move(t), std::move(done));
   runner.estimate(s->op(), s->gpu, task->tuple(), *task);
@@ -339,6 +374,20 @@ void TaskHost::submit_source(const std::string& stage, std::string key, std::fun
   }
   state_->runner.submit(
       std::make_unique<SourceJobTask>(state_->runner, *s, std::move(key), first, std::move(done)), nullptr);
+}
+
+void TaskHost::submit_sink(const std::string& stage, std::string key, Json spec,
+                           std::vector<std::optional<Item>> inputs, std::function<void(HostedResult)> done) {
+  Stage* s = &this->stage(stage, Pattern::sink);
+  Tuple t{key, {}};
+  if (spec.value("step", std::string()) == "consume")
+    if (auto refused = carry_inputs(state_->runner, *s, inputs, t)) {
+      done(std::move(*refused));
+      return;
+    }
+  state_->runner.submit(std::make_unique<SinkJobTask>(state_->runner, *s, state_->sinks, std::move(key),
+                                                      std::move(spec), std::move(t), std::move(done)),
+                        nullptr);
 }
 
 int TaskHost::slots() const { return static_cast<int>(state_->runner.workers().workers.size()); }

@@ -66,8 +66,8 @@ class TaskHost {
 public:
   // `graph` holds the stages this node can run (workflow::open_map_stages):
   // no edges are needed. Options as for a local run (workers, GPUs,
-  // scheduler, model, recorder); sinks are never run here, sources only
-  // when a placement moved them here (submit_source).
+  // scheduler, model, recorder); sources and sinks only when a placement
+  // moved them here (submit_source, submit_sink).
   TaskHost(workflow::Graph& graph, RunOptions options, Logger& log);
   // Stops after the running tasks; queued ones are dropped unrun (their
   // done is not called).
@@ -99,6 +99,12 @@ public:
   // item whose attrs["flowd.source"] is {"more": whether next() said more
   // would come, "expected": the total the source announced, or null}.
   void submit_source(const std::string& stage, std::string key, std::function<void(HostedResult)> done);
+  // A step of sink stage `stage`, which a placement moved to this node:
+  // `spec` is the job's {"phase": "sink", "step": ...} (runtime/node_sinks.hpp
+  // lists the steps); `inputs`, one per input port, only for "consume".
+  // No outputs.
+  void submit_sink(const std::string& stage, std::string key, Json spec, std::vector<std::optional<Item>> inputs,
+                   std::function<void(HostedResult)> done);
   bool has_stage(const std::string& stage) const;
   // Worker threads (CPU + GPU-like): how many tasks run at once.
   int slots() const;

@@ -13,11 +13,13 @@
 //  - An exception escaping a posted job ends the process (std::terminate, as
 //    from any std::thread): a job catches what it means to survive. submit()
 //    posts a job whose exception goes to the returned future instead.
-//  - drop_all() is final: no queued job runs afterwards. What is queued now is
-//    destroyed uncalled on the caller's thread, outside the lock; what is
-//    posted later is destroyed uncalled on the thread (a submit()'s future
-//    then holds std::future_error, broken_promise). It waits for the job in
-//    progress to end, unless that job is the caller, so a job may call it.
+//  - drop_all() holds until resume(): no queued job runs afterwards. What is
+//    queued now is destroyed uncalled on the caller's thread, outside the
+//    lock; what is posted later is destroyed uncalled on the thread (a
+//    submit()'s future then holds std::future_error, broken_promise). It
+//    waits for the job in progress to end, unless that job is the caller, so
+//    a job may call it. resume() makes jobs posted after it run again (the
+//    coordinator's last steps after a drained run: a placed sink's commit).
 //  - The destructor runs every job still queued (after drop_all(): destroys
 //    them uncalled), then joins the thread. It must not run on the thread: a
 //    job never destroys its own JobThread.
@@ -86,6 +88,16 @@ public:
     if (std::this_thread::get_id() != thread_.get_id()) cv_.wait(lock, [&] { return running_ == 0; });
     lock.unlock();
     dropped.clear();  // outside the lock: destroying a capture may run any code, even post()
+  }
+
+  void resume() {
+    std::deque<Job> dropped;  // posted while dropping: never run
+    {
+      std::lock_guard lock(m_);
+      dropped.swap(q_);
+      dropping_ = false;
+    }
+    dropped.clear();
   }
 
 private:

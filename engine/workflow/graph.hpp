@@ -60,13 +60,13 @@ struct StageNode {
     for (const auto& i : inputs) n += i.has_value();
     return n;
   }
-  // A source with labels: a cluster run has one worker node they match run
-  // it (a placement sets them, docs/cluster.md "Placement"), so that it
-  // reads its data where they are. Without labels the coordinator runs it.
-  bool source_on_a_node() const noexcept {
-    return spec().pattern == Pattern::source &&
-           (!labels.all.empty() || !labels.any.empty() || !labels.prefer.empty());
-  }
+  // A source or sink with labels: a cluster run has one worker node they
+  // match run it (a placement sets them, docs/cluster.md "Placement"), so
+  // that a source reads its data where they are and a sink writes its files
+  // where they belong. Without labels the coordinator runs it.
+  bool source_on_a_node() const noexcept { return spec().pattern == Pattern::source && has_labels(); }
+  bool sink_on_a_node() const noexcept { return spec().pattern == Pattern::sink && has_labels(); }
+  bool has_labels() const noexcept { return !labels.all.empty() || !labels.any.empty() || !labels.prefer.empty(); }
 };
 
 struct Graph {

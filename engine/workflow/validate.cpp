@@ -175,7 +175,7 @@ std::optional<StageNode> open_stage(const StageDecl& s, const Params& params, st
 
 }  // namespace
 
-OpenedStages open_map_stages(const Workflow& wf, plugin::Registry& registry, const std::set<std::string>& sources) {
+OpenedStages open_map_stages(const Workflow& wf, plugin::Registry& registry, const std::set<std::string>& placed) {
   OpenedStages out;
   for (const auto& s : wf.stages) {
     Diagnostics d;
@@ -185,9 +185,9 @@ OpenedStages open_map_stages(const Workflow& wf, plugin::Registry& registry, con
       continue;
     }
     // All-pairs stages too: a cluster run's worker nodes run their leaves.
-    const bool placed_source = spec->pattern == Pattern::source && sources.contains(s.name);
+    const bool moved_here = (spec->pattern == Pattern::source || spec->pattern == Pattern::sink) && placed.contains(s.name);
     if (spec->pattern != Pattern::map && spec->pattern != Pattern::scan && spec->pattern != Pattern::allpairs &&
-        !placed_source)
+        !moved_here)
       continue;
     const Params params = resolve_params(*spec, s.params, pointer({"stages", s.name, "params"}), d);
     std::optional<StageNode> node;

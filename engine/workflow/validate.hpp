@@ -18,8 +18,8 @@ namespace flowd::workflow {
 Graph validate(Workflow wf, plugin::Registry& registry);
 
 // The map, scan and all-pairs stages of `wf` that this process can run, and
-// the source stages named in `sources` (a placement moved them to worker
-// nodes), each opened on its own (operator, sub-task operators, parameters,
+// the source and sink stages named in `placed` (a placement moved them to
+// worker nodes), each opened on its own (operator, sub-task operators, parameters,
 // instance) with no edges: what a cluster worker node needs, since the
 // coordinator routes. A stage whose
 // operator cannot be opened here (plugin missing or failing to load,
@@ -29,7 +29,7 @@ struct OpenedStages {
   Graph graph;
   std::map<std::string, std::string> unavailable;  // stage -> why
 };
-OpenedStages open_map_stages(const Workflow& wf, plugin::Registry& registry, const std::set<std::string>& sources = {});
+OpenedStages open_map_stages(const Workflow& wf, plugin::Registry& registry, const std::set<std::string>& placed = {});
 
 // The parameters of one stage with defaults filled in, or the problems.
 Params resolve_params(const OperatorSpec& spec, const Json& given, const std::string& at, Diagnostics& d);

@@ -253,6 +253,43 @@ TEST(OutputSet, AFileThatCannotBeFlushedFailsTheCommitNamingIt) {
   EXPECT_FALSE(has_temp(dir));
 }
 
+// prepare() is the first half of the commit, for runs whose sinks write on
+// several nodes: every file flushed and nothing renamed; commit() then only
+// renames. A prepare that fails leaves nothing, as a failed commit does.
+TEST(OutputSet, PrepareFlushesEverythingAndRenamesNothingUntilTheCommit) {
+  const auto dir = test::scratch();
+  put(dir / "a.txt", "old a");
+  put(dir / ".flowd-manifest.json", R"({"flowd_manifest": 1, "files": ["a.txt"]})");
+  runtime::OutputSet::Options o = with_provenance();
+  int flushes = 0;
+  o.sync = [&](std::span<const fs::path> files) -> std::optional<SyncFailure> {
+    ++flushes;
+    return sync_files(files);
+  };
+  const auto out = two_files(dir, std::move(o));
+  out->prepare();
+  EXPECT_EQ(flushes, 1);
+  EXPECT_EQ(get(dir / "a.txt"), "old a");
+  EXPECT_FALSE(fs::exists(dir / "b.txt"));
+  EXPECT_TRUE(has_temp(dir));
+  out->prepare();  // once is enough
+  out->commit();
+  EXPECT_EQ(flushes, 1);
+  EXPECT_EQ(get(dir / "a.txt"), "new a");
+  EXPECT_EQ(get(dir / "b.txt"), "new b");
+  EXPECT_FALSE(has_temp(dir));
+
+  const auto dir2 = test::scratch();
+  runtime::OutputSet::Options failing = with_provenance();
+  failing.sync = [](std::span<const fs::path> files) -> std::optional<SyncFailure> {
+    return SyncFailure{files.front(), ENOSPC};
+  };
+  const auto out2 = two_files(dir2, std::move(failing));
+  EXPECT_THROW(out2->prepare(), Error);
+  EXPECT_FALSE(has_temp(dir2));
+  EXPECT_FALSE(fs::exists(dir2 / "a.txt"));
+}
+
 TEST(SyncFiles, FlushesFilesOfOneOrMoreFilesystemsAndNamesAMissingOne) {
   const auto dir = test::scratch();
   std::vector<fs::path> files;

@@ -9,6 +9,7 @@
 
 #include "support/helpers.hpp"
 #include "util/fs.hpp"
+#include "util/job_thread.hpp"
 #include "util/malloc_tuning.hpp"
 #include "util/sha256.hpp"
 #include "util/text.hpp"
@@ -27,6 +28,22 @@ TEST(Text, SuggestsCloseNames) {
   EXPECT_EQ(edit_distance("kitten", "sitting"), 3u);
   EXPECT_EQ(did_you_mean("min_aera", {"min_area", "max_area"}), " (did you mean 'min_area'?)");
   EXPECT_EQ(did_you_mean("zzzzzz", {"min_area"}), "");
+}
+
+// drop_all() destroys what is queued and posted after it uncalled, until
+// resume(): jobs posted after that run again, in order.
+TEST(JobThread, DropAllHoldsUntilResume) {
+  JobThread t;
+  std::vector<int> ran;
+  t.submit([&] { ran.push_back(1); }).get();
+  t.drop_all();
+  auto dropped = t.submit([&] { ran.push_back(2); });
+  EXPECT_THROW(dropped.get(), std::future_error);
+  t.drop_all();  // so that a job posted now is surely still queued at resume()
+  t.post([&] { ran.push_back(3); });
+  t.resume();
+  t.submit([&] { ran.push_back(4); }).get();
+  EXPECT_EQ(ran, (std::vector<int>{1, 4}));
 }
 
 TEST(Fs, AtomicWriteLeavesNoTemporary) {

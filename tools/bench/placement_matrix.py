@@ -2,14 +2,16 @@
 """The placement benchmark of issue 17 (docs/benchmarks.md §15): the paper's
 experiment shape (seed 003) on one machine. Sites are network namespaces
 joined by tbf-shaped links (tools/bench/sites_netns.sh): a data site, a
-compute site and a client site (the coordinator, where the sinks write),
-1-1-1 or 2-2-1 worker processes, at several link bandwidths. For each
+compute site and a client site (where the sinks write), 1-1-1 or 2-2-1
+worker processes, at several link bandwidths. For each
 workflow, chain and bandwidth it runs every placement of the stages that
 can move, measured, beside the planner's choice (flowd plan) and the
 demand-driven defaults, and checks that every run's PNG outputs equal a
 one-process run's. Needs root.
 
-Sinks stay with the coordinator (the client site). Sources stay at the
+Sinks stay at the client site: in the coordinator's process when it runs
+there (`--coordinator client`, the default), on the client's worker node
+otherwise (a placed sink, docs/cluster.md "Placement"). Sources stay at the
 data site, in every placement and in the plan (flowd plan --fix): all
 namespaces share this machine's disk, so a source elsewhere would read
 the data without crossing the emulated links, which no real site could.
@@ -21,6 +23,7 @@ once its source sits by its data).
 
   tools/bench/placement_matrix.py BUILD OUTDIR [--rounds R] [--bandwidths 4,16,100]
       [--chains 111,221] [--workflows nuclei,virtual-microscope] [--input SPEC]
+      [--coordinator data|compute|client]
 
 Writes OUTDIR/results.json (every run) and OUTDIR/summary.md (one row per
 workflow, chain and bandwidth); prints the summary.
@@ -53,9 +56,9 @@ def pngs(folder):
     return out
 
 
-def sites_file(path, nodes, mb_s):
+def sites_file(path, nodes, mb_s, coordinator):
     names = ["data", "compute", "client"]
-    doc = {"version": 1, "coordinator": "client",
+    doc = {"version": 1, "coordinator": coordinator,
            "sites": [{"name": n, "nodes": k} for n, k in zip(names, nodes)],
            "links": [{"from": names[i], "to": names[i + 1], "bandwidth_mb_s": mb_s} for i in range(2)]}
     Path(path).write_text(json.dumps(doc, indent=2) + "\n")
@@ -70,6 +73,7 @@ def main():
     ap.add_argument("--chains", default="111,221")
     ap.add_argument("--workflows", default="nuclei,virtual-microscope")
     ap.add_argument("--input", default="synthetic:hne?width=2048&height=2048&count=2&seed=1")
+    ap.add_argument("--coordinator", default="client", choices=["data", "compute", "client"])
     a = ap.parse_args()
     build = Path(a.build).resolve()
     flowd = build / "bin" / "flowd"
@@ -102,7 +106,7 @@ def main():
             for bw in [float(x) for x in a.bandwidths.split(",")]:
                 tag = f"{wf_name}-{chain}-{bw:g}"
                 sites = out / f"sites-{chain}-{bw:g}.json"
-                sites_file(sites, nodes, bw)
+                sites_file(sites, nodes, bw, a.coordinator)
                 planned = out / f"plan-{tag}.json"
                 r = run([str(flowd), "plan", str(wf), "--sites", str(sites), "--profile", str(prof), "--write",
                          str(planned)] + [f"--fix={x}=data" for x in sources], env=env)
@@ -118,6 +122,9 @@ def main():
                     where.update({s: "client" for s in sinks})
                     where.update({s: "data" for s in sources})
                     cases.append(("placement", where))
+                # The plan, where it puts a sink elsewhere than the client.
+                if all(where != plan for _, where in cases):
+                    cases.append(("placement", dict(plan)))
                 cases.append(("default", None))
                 cases.append(("default, source at data", None))
                 for rnd in range(a.rounds):

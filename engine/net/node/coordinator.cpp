@@ -42,6 +42,7 @@ Coordinator::Coordinator(const workflow::Graph& graph, RunConfig config, Coordin
     core.stages.push_back(StagePlacement{s.name, s.labels});
     core.is_map.push_back(s.spec().pattern == Pattern::map);
     core.source_on_a_node.push_back(s.source_on_a_node());
+    core.sink_on_a_node.push_back(s.sink_on_a_node());
     core.output_count.push_back(s.spec().outputs.size());
   }
   core.stage_seconds.resize(graph.stages.size());
@@ -190,6 +191,11 @@ bool Coordinator::takes_source(std::size_t stage) const {
   return stage < core.source_on_a_node.size() && core.source_on_a_node[stage] && !core.closed;
 }
 
+bool Coordinator::takes_sink(std::size_t stage) const {
+  const auto& core = *core_;
+  return stage < core.sink_on_a_node.size() && core.sink_on_a_node[stage] && !core.closed;
+}
+
 std::vector<runtime::RemoteNode> Coordinator::nodes_for(std::size_t stage) const {
   const auto& core = *core_;
   std::lock_guard lock(core.m);
@@ -255,6 +261,17 @@ void Coordinator::drain() {
   }
   if (loop_) loop_->dispatcher.drop_all();
   trash.clear();  // outside the lock: inputs and credits go here
+}
+
+void Coordinator::resume() {
+  auto& core = *core_;
+  {
+    std::lock_guard lock(core.m);
+    if (core.closed) return;
+    core.drained = false;
+  }
+  if (loop_) loop_->dispatcher.resume();
+  core.wake();
 }
 
 void Coordinator::finish() {

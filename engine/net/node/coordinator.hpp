@@ -126,9 +126,11 @@ public:
   // Map stages, until finish().
   bool takes(std::size_t stage) const override;
   bool takes_source(std::size_t stage) const override;
+  bool takes_sink(std::size_t stage) const override;
   std::vector<runtime::RemoteNode> nodes_for(std::size_t stage) const override;
   void submit(runtime::RemoteTask task) override;
   void drain() override;
+  void resume() override;
   // Bye to every worker on both channels and stop serving (idempotent). A
   // RemoteItem fetched after this throws; released, it is a no-op.
   void finish();

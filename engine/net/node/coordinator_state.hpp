@@ -119,6 +119,7 @@ struct Coordinator::Core final : ItemHost, std::enable_shared_from_this<Core> {
   std::vector<StagePlacement> stages;  // by graph index
   std::vector<bool> is_map;
   std::vector<bool> source_on_a_node;  // StageNode::source_on_a_node
+  std::vector<bool> sink_on_a_node;    // StageNode::sink_on_a_node
   std::vector<std::size_t> output_count;
   std::vector<sched::RunningStats> stage_seconds;  // by graph index: the operator's time per task, this run
   // The values this process made, served to workers under names chosen per

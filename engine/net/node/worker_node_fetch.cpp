@@ -218,6 +218,34 @@ void WorkerNode::Impl::fetch_and_submit_allpairs(QueuedTask task) {
                         });
 }
 
+bool WorkerNode::Impl::pull_inputs(transport::ItemClient& client, const QueuedTask& task,
+                                   const workflow::StageNode& stage, std::vector<std::optional<Item>>& inputs) {
+  const std::string what = "task " + std::to_string(task.task_id) + " of stage '" + task.stage + "'";
+  for (std::size_t i = 0; i < task.inputs.size(); ++i) {
+    if (stopping) {
+      complete({task.task_id, false, true, what + ": " + who() + " is shutting down", 0, {}});
+      return false;
+    }
+    const auto& ref = task.inputs[i];
+    const auto port = task.spec.ports[i];
+    try {
+      inputs[port] = pull(client, ref, task.spec);
+    } catch (const std::exception& e) {
+      const auto it = task.spec.peers.find(ref.holder);
+      complete({task.task_id,
+                false,
+                true,
+                what + ": cannot pull input '" + stage.spec().inputs[port].name + "' (" + wire::describe(ref.id) +
+                    ") from holder " + std::to_string(ref.holder) +
+                    (it != task.spec.peers.end() ? " at " + it->second.endpoint : std::string()) + ": " + e.what(),
+                0,
+                {}});
+      return false;
+    }
+  }
+  return true;
+}
+
 void WorkerNode::Impl::fetch_and_submit(transport::ItemClient& client, QueuedTask task) {
   const std::string what = "task " + std::to_string(task.task_id) + " of stage '" + task.stage + "'";
   try {
@@ -235,38 +263,21 @@ void WorkerNode::Impl::fetch_and_submit(transport::ItemClient& client, QueuedTas
       fetch_and_submit_allpairs(std::move(task));
       return;
     }
-    if (!task.spec.scan.is_null()) {
+    const bool sink = !task.spec.scan.is_null() && task.spec.scan.value("phase", std::string()) == "sink";
+    if (!task.spec.scan.is_null() && !sink) {
       fetch_and_submit_scan(client, std::move(task));
       return;
     }
     std::vector<std::optional<Item>> inputs(stage->spec().inputs.size());
-    for (std::size_t i = 0; i < task.inputs.size(); ++i) {
-      if (stopping) {
-        complete({task.task_id, false, true, what + ": " + who() + " is shutting down", 0, {}});
-        return;
-      }
-      const auto& ref = task.inputs[i];
-      const auto port = task.spec.ports[i];
-      try {
-        inputs[port] = pull(client, ref, task.spec);
-      } catch (const std::exception& e) {
-        const auto it = task.spec.peers.find(ref.holder);
-        complete({task.task_id,
-                  false,
-                  true,
-                  what + ": cannot pull input '" + stage->spec().inputs[port].name + "' (" + wire::describe(ref.id) +
-                      ") from holder " + std::to_string(ref.holder) +
-                      (it != task.spec.peers.end() ? " at " + it->second.endpoint : std::string()) + ": " + e.what(),
-                  0,
-                  {}});
-        return;
-      }
-    }
+    if (!pull_inputs(client, task, *stage, inputs)) return;
+    auto answer = [this, id = task.task_id, key = task.spec.key, stage_name = task.stage](runtime::HostedResult r) {
+      hosted(id, key, stage_name, std::move(r));
+    };
     std::lock_guard lock(submit_m);  // done() may run inside submit: hosted() takes no lock of ours but done_m
-    host->submit(task.stage, task.spec.key, std::move(inputs),
-                 [this, id = task.task_id, key = task.spec.key, stage_name = task.stage](runtime::HostedResult r) {
-                   hosted(id, key, stage_name, std::move(r));
-                 });
+    if (sink)
+      host->submit_sink(task.stage, task.spec.key, task.spec.scan, std::move(inputs), std::move(answer));
+    else
+      host->submit(task.stage, task.spec.key, std::move(inputs), std::move(answer));
   } catch (const std::exception& e) {
     complete({task.task_id, false, false, what + " on item '" + task.spec.key + "': " + e.what(), 0, {}});
   }

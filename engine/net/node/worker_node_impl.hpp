@@ -233,6 +233,10 @@ struct WorkerNode::Impl {
   // ---- fetcher threads (worker_node_fetch.cpp) ----
   void fetch_and_submit(transport::ItemClient& client, QueuedTask task);
   void fetch_and_submit_scan(transport::ItemClient& client, QueuedTask task);
+  // Pulls a map task's or a placed sink's inputs into `inputs` (by port).
+  // False when one could not be pulled: the task was completed as failed.
+  bool pull_inputs(transport::ItemClient& client, const QueuedTask& task, const workflow::StageNode& stage,
+                   std::vector<std::optional<Item>>& inputs);
   // An all-pairs stage's job: items pulled (or asked of peers) when the
   // node's cache misses them, preprocessed items served to peers.
   void fetch_and_submit_allpairs(QueuedTask task);

@@ -73,13 +73,14 @@ void WorkerNode::Impl::join() {
     if (std::filesystem::exists(p, ec) && std::find(extra.begin(), extra.end(), p) == extra.end()) extra.push_back(p);
   }
   registry.emplace(options.make_registry(extra));
-  // Sources a placement moved to worker nodes (cluster.md "Placement"):
-  // this node opens them too, in case it is the one chosen.
-  std::set<std::string> sources;
-  if (const auto it = config.run.find("sources"); it != config.run.end() && it->is_array())
-    for (const auto& s : *it)
-      if (s.is_string()) sources.insert(s.get<std::string>());
-  auto opened = workflow::open_map_stages(wf, *registry, sources);
+  // Sources and sinks a placement moved to worker nodes (cluster.md
+  // "Placement"): this node opens them too, in case it is the one chosen.
+  std::set<std::string> placed;
+  for (const char* key : {"sources", "sinks"})
+    if (const auto it = config.run.find(key); it != config.run.end() && it->is_array())
+      for (const auto& s : *it)
+        if (s.is_string()) placed.insert(s.get<std::string>());
+  auto opened = workflow::open_map_stages(wf, *registry, placed);
   graph = std::move(opened.graph);
   unavailable = std::move(opened.unavailable);
   for (const auto& [stage, why] : unavailable)

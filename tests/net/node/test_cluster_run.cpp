@@ -166,20 +166,13 @@ fs::path placed_chain(const fs::path& dir, int count, int sleep_ms, int far_node
 }
 
 // flowd run --sites S --placement PLAN.json (cli/run_placement.cpp): a
-// stage planned on a site runs only on the nodes labelled with it, the
-// output is what one process gives, and a plan that moves a sink off the
-// coordinator's site is refused before anything runs.
+// stage planned on a site runs only on the nodes labelled with it, and the
+// output is what one process gives.
 TEST(ClusterRun, APlacementHoldsEachStageToItsSitesNodes) {
   const auto dir = test::scratch();
   const auto wf = placed_chain(dir, 16, 5, 1, 100);
   const std::string want = expected_output(dir, wf);
   write(dir, "plan.json", R"({"stages": {"src": "near", "step": "far", "out": "near"}})");
-  write(dir, "bad-plan.json", R"({"stages": {"src": "near", "step": "far", "out": "far"}})");
-  const auto refused = test::flowd_cmd(dir, {wf.string(), "--sites", "sites.json", "--placement", "bad-plan.json",
-                                             "--workers", "1", "--no-progress", "--no-perf-model"});
-  EXPECT_EQ(refused.code, 2);
-  EXPECT_NE(refused.err.find("stage 'out' is a sink, which runs on the coordinator at site 'near'"),
-            std::string::npos) << refused.err;
   const std::string endpoint = "tcp://127.0.0.1:" + std::to_string(test::free_port());
   Process coordinator(dir, {"run", wf.string(), "--set", "output=" + (dir / "placed.txt").string(), "--listen", endpoint,
                             "--expect", "2", "--gpu", "none", "--no-progress", "--no-perf-model", "--sites",
@@ -196,6 +189,17 @@ TEST(ClusterRun, APlacementHoldsEachStageToItsSitesNodes) {
   EXPECT_NE(log.find("worker near: 0 tasks"), std::string::npos) << log;
   near.wait();
   far.wait();
+}
+
+// Kills `node` half a second after the coordinator logged `placed` (a stage
+// placed on it began there), or after 30 s.
+void kill_once_logged(Process& coordinator, Process& node, const std::string& placed) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (coordinator.err().find(placed) == std::string::npos && coordinator.poll() < 0 &&
+         std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  node.kill_and_wait();
 }
 
 // A source placed on another site than the coordinator's runs on a node of
@@ -266,12 +270,7 @@ TEST(ClusterRun, APlacedSourceWhoseNodeIsLostFailsTheRunNamingIt) {
                     "site:far"});
   // Killed once the source has run on it for a while (400 items of 20 ms
   // each on one node take 8 s).
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (coordinator.err().find("source 'src' runs on") == std::string::npos && coordinator.poll() < 0 &&
-         std::chrono::steady_clock::now() < until)
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  far.kill_and_wait();
+  kill_once_logged(coordinator, far, "source 'src' runs on");
   EXPECT_EQ(coordinator.wait(), 3) << coordinator.err();
   const std::string log = coordinator.err();
   // Whichever the run meets first: the source's next call, or an item the
@@ -279,6 +278,112 @@ TEST(ClusterRun, APlacedSourceWhoseNodeIsLostFailsTheRunNamingIt) {
   EXPECT_TRUE(log.find("the source's state was on that node, so it cannot go on elsewhere") != std::string::npos ||
               log.find("placed source stage made on a worker node are not made again") != std::string::npos)
       << log;
+  EXPECT_FALSE(fs::exists(dir / "lost.txt"));
+  near.wait();
+}
+
+// A sink placed on another site than the coordinator's runs on a node of
+// that site and writes its files there: the far node runs in a folder of
+// its own, so a relative output path lands in that folder, never in the
+// coordinator's. A failed run leaves nothing on the node, an output the
+// node cannot open fails the run before any work, and a journalled run
+// refuses a sink it could not replay.
+TEST(ClusterRun, APlacedSinkWritesItsFilesOnANodeOfItsSite) {
+  const auto dir = test::scratch();
+  const auto wf = placed_chain(dir, 24, 2, 1, 100);
+  const std::string want = expected_output(dir, wf);
+  const fs::path far_dir = dir / "far-host";
+  fs::create_directories(far_dir);
+  write(dir, "plan.json", R"({"stages": {"src": "near", "step": "far", "out": "far"}})");
+  auto cluster = [&](const std::vector<std::string>& extra, int want_code) {
+    const std::string endpoint = "tcp://127.0.0.1:" + std::to_string(test::free_port());
+    std::vector<std::string> args = {"run",        wf.string(), "--listen",     endpoint,    "--expect",
+                                     "2",          "--gpu",     "none",         "--no-progress", "--no-perf-model",
+                                     "--sites",    "sites.json", "--placement", "plan.json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    Process coordinator(dir, args);
+    Process near(dir, {"worker", "--connect", endpoint, "--gpu", "none", "--cpus", "1", "--name", "near", "--label",
+                       "site:near"});
+    Process far(far_dir, {"worker", "--connect", endpoint, "--gpu", "none", "--cpus", "2", "--name", "far", "--label",
+                          "site:far"});
+    EXPECT_EQ(coordinator.wait(), want_code) << coordinator.err();
+    near.wait();
+    far.wait();
+    return coordinator.err();
+  };
+  auto leftovers = [](const fs::path& d) {
+    std::vector<std::string> names;
+    for (const auto& e : fs::directory_iterator(d))
+      if (e.path().filename().string().starts_with(".placed") || e.path().filename() == "placed.txt")
+        names.push_back(e.path().filename().string());
+    return names;
+  };
+  {
+    const std::string log = cluster({"--set", "output=placed.txt"}, 0);
+    EXPECT_EQ(test::slurp(far_dir / "placed.txt"), want);
+    EXPECT_FALSE(fs::exists(dir / "placed.txt")) << "the coordinator wrote the sink's file";
+    EXPECT_NE(log.find("placement (plan.json): src@near, step@far, out@far"), std::string::npos) << log;
+    EXPECT_TRUE(std::regex_search(log, std::regex("sink 'out' runs on [^\\n]*far"))) << log;
+    EXPECT_TRUE(std::regex_search(log, std::regex("sink 'out': its files were written on [^\\n]*far"))) << log;
+  }
+  fs::remove(far_dir / "placed.txt");
+  {
+    // The sink fails on one item: the run fails and the node keeps nothing.
+    write(dir, "wf-fail.json", test::slurp(wf).replace(test::slurp(wf).find("\"path\""), 6,
+                                                       "\"fail_key\": \"item/7\", \"path\""));
+    const std::string endpoint = "tcp://127.0.0.1:" + std::to_string(test::free_port());
+    Process coordinator(dir, {"run", (dir / "wf-fail.json").string(), "--set", "output=placed.txt", "--listen",
+                              endpoint, "--expect", "2", "--gpu", "none", "--no-progress", "--no-perf-model",
+                              "--sites", "sites.json", "--placement", "plan.json"});
+    Process near(dir, {"worker", "--connect", endpoint, "--gpu", "none", "--cpus", "1", "--name", "near", "--label",
+                       "site:near"});
+    Process far(far_dir, {"worker", "--connect", endpoint, "--gpu", "none", "--cpus", "2", "--name", "far", "--label",
+                          "site:far"});
+    EXPECT_NE(coordinator.wait(), 0) << coordinator.err();
+    EXPECT_NE(coordinator.err().find("sink asked to fail on item/7"), std::string::npos) << coordinator.err();
+    near.wait();
+    far.wait();
+    EXPECT_TRUE(leftovers(far_dir).empty()) << leftovers(far_dir).front();
+  }
+  {
+    // The node cannot open the output: a folder stands where the file goes.
+    fs::create_directories(far_dir / "placed.txt");
+    const std::string log = cluster({"--set", "output=placed.txt"}, 3);
+    EXPECT_TRUE(std::regex_search(log, std::regex("stage 'out' could not open its output: on [^\\n]*far[^\\n]*is a folder")))
+        << log;
+    fs::remove(far_dir / "placed.txt");
+    EXPECT_TRUE(leftovers(far_dir).empty()) << leftovers(far_dir).front();
+  }
+  {
+    const std::string log = cluster({"--set", "output=placed.txt", "--journal", (dir / "journal").string()}, 2);
+    EXPECT_NE(log.find("sink 'out' is placed on a worker node: the inputs it consumes there are not kept"),
+              std::string::npos)
+        << log;
+  }
+}
+
+// The node holding a placed sink is killed mid-run: what the sink consumed
+// and staged was there, so the run fails saying so, and no file of the run
+// is anywhere.
+TEST(ClusterRun, APlacedSinkWhoseNodeIsLostFailsTheRunNamingIt) {
+  const auto dir = test::scratch();
+  const auto wf = placed_chain(dir, 400, 20, 1, 100);
+  const fs::path far_dir = dir / "far-host";
+  fs::create_directories(far_dir);
+  write(dir, "plan.json", R"({"stages": {"src": "near", "step": "near", "out": "far"}})");
+  const std::string endpoint = "tcp://127.0.0.1:" + std::to_string(test::free_port());
+  Process coordinator(dir, {"run", wf.string(), "--set", "output=lost.txt", "--listen", endpoint, "--expect", "2",
+                            "--gpu", "none", "--no-progress", "--no-perf-model", "--max-in-flight", "4", "--sites",
+                            "sites.json", "--placement", "plan.json"});
+  Process near(dir, {"worker", "--connect", endpoint, "--gpu", "none", "--cpus", "1", "--name", "near", "--label",
+                     "site:near"});
+  Process far(far_dir, {"worker", "--connect", endpoint, "--gpu", "none", "--cpus", "1", "--name", "far", "--label",
+                        "site:far"});
+  kill_once_logged(coordinator, far, "sink 'out' runs on");
+  EXPECT_EQ(coordinator.wait(), 3) << coordinator.err();
+  const std::string log = coordinator.err();
+  EXPECT_NE(log.find("sink 'out' kept its state and files on that node"), std::string::npos) << log;
+  EXPECT_FALSE(fs::exists(far_dir / "lost.txt"));
   EXPECT_FALSE(fs::exists(dir / "lost.txt"));
   near.wait();
 }
