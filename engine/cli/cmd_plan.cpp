@@ -57,7 +57,8 @@ int cmd_plan(const Args& args) {
        "each stage's cost per source item (flowd run --stage-profile FILE, or by hand)")
       ("items", po::value(&items), "source items to plan for (default: the profile's)")
       ("fix", po::value(&fix)->composing(),
-       "STAGE=SITE: a stage that must run on a site (a source next to its data), for every plan; repeatable")
+       "STAGE=SITE: a stage that must run on a site (a source next to its data; a sink, which is otherwise at the "
+       "last site, where its files should be written); repeatable")
       ("write", po::value(&write_file),
        "write the placement, which flowd run --placement applies, to FILE");
   add_common(desc, o);
@@ -73,7 +74,6 @@ int cmd_plan(const Args& args) {
     const placement::Profile profile = placement::load_profile(profile_file);
     if (items == 0) items = std::max<std::uint64_t>(profile.source_items, 1);
     placement::Problem problem = placement::problem_of(g, profile, sites, items);
-    problem.fixed.assign(g.stages.size(), std::nullopt);
     for (const auto& f : fix) {
       const auto eq = f.find('=');
       const workflow::StageNode* s = eq == std::string::npos ? nullptr : g.find(f.substr(0, eq));

@@ -97,6 +97,12 @@ Problem problem_of(const workflow::Graph& g, const Profile& p, const Sites& site
     c.sink = s.spec().outputs.empty();
     out.stages.push_back(std::move(c));
   }
+  // The last site receives the results (sites.hpp): a sink writes its
+  // files on its own site, so it is held there unless a caller fixes it
+  // elsewhere (flowd plan --fix).
+  out.fixed.assign(out.stages.size(), std::nullopt);
+  for (std::size_t i = 0; i < out.stages.size(); ++i)
+    if (out.stages[i].sink) out.fixed[i] = sites.size() - 1;
   if (!missing.empty()) {
     std::string names;
     for (const auto& n : missing) names += (names.empty() ? "'" : ", '") + n + "'";

@@ -41,7 +41,8 @@ void save_profile(const Profile& p, const std::filesystem::path& file);
 // The planner's problem for a workflow: its stages in topological order,
 // each with the profile's costs (a stage the profile lacks is an error
 // naming it), consumers from the graph's edges, sources (no inputs) and
-// sinks (no outputs) marked.
+// sinks (no outputs) marked, and the sinks fixed to the last site, which
+// receives the results.
 Problem problem_of(const workflow::Graph& g, const Profile& p, const Sites& sites, std::uint64_t items);
 
 }  // namespace flowd::placement

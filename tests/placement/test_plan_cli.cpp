@@ -72,10 +72,10 @@ TEST(PlanCli, AMeasuredProfilePlansTheChainBesideTheDefaults) {
   ASSERT_EQ(fixed.code, 0) << fixed.err;
   EXPECT_EQ(Json::parse(test::slurp(dir / "fixed.json"))["stages"]["twice"], "data");
 
-  // Slow links, and results nobody reads further: everything, the sink
-  // included, is better at the data site (5.0 s against 10.1 s with the
-  // sink at the client); the sink then runs on a node there, so the plan
-  // puts it there whatever site flowd run is started at.
+  // Slow links, and results nobody reads further: the sink stays at the
+  // client, which receives the results; --fix puts it (and so where its
+  // files are written) at the data site, and everything follows it there
+  // (5.0 s against 10.1 s with the sink at the client).
   std::ofstream(dir / "slow-client.json") << R"({"version": 1,
     "sites": [{"name": "data"}, {"name": "compute", "nodes": 8, "speed": 2}, {"name": "client"}],
     "links": [{"from": "data", "to": "compute", "bandwidth_mb_s": 1},
@@ -83,8 +83,14 @@ TEST(PlanCli, AMeasuredProfilePlansTheChainBesideTheDefaults) {
   Json quiet = p;
   quiet["stages"]["sink"]["bytes_out"] = 0;
   std::ofstream(dir / "quiet.json") << quiet.dump();
+  const auto kept = test::flowd_cmd(dir, {"plan", "wf.json", "--sites", "slow-client.json", "--profile", "quiet.json",
+                                          "--items", "100", "--write", "kept.json"});
+  ASSERT_EQ(kept.code, 0) << kept.err;
+  const Json at_client = Json::parse(test::slurp(dir / "kept.json"));
+  EXPECT_EQ(at_client["stages"]["sink"], "client") << at_client.dump();
+  EXPECT_NEAR(at_client["predicted_seconds"].get<double>(), 10.1, 0.2) << at_client.dump();
   const auto moved = test::flowd_cmd(dir, {"plan", "wf.json", "--sites", "slow-client.json", "--profile", "quiet.json",
-                                           "--items", "100", "--write", "moved.json"});
+                                           "--items", "100", "--fix", "sink=data", "--write", "moved.json"});
   ASSERT_EQ(moved.code, 0) << moved.err;
   const Json at_data = Json::parse(test::slurp(dir / "moved.json"));
   EXPECT_EQ(at_data["stages"]["sink"], "data") << at_data.dump();
