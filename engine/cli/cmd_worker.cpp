@@ -58,7 +58,7 @@ int cmd_worker(const Args& args) {
       ("emulate-link-mb-s", po::value(&emulate_link), "experiments: pulls from other nodes take at least bytes / (this many MB/s)")
       ("join-timeout", po::value(&join_timeout), "seconds to wait for the coordinator's welcome (default 30)")
       ("store", po::value(&store_dir), "keep this node's items in an HDF5 file in DIR instead of memory (items beyond memory)")
-      ("lookahead", po::value(&lookahead), "tasks asked for beyond free threads, fetched ahead (default: = threads)")
+      ("lookahead", po::value(&lookahead), "tasks asked for beyond free threads, waiting to start (default: = threads)")
       ("perf-model", po::value(&perf_model), "performance model file to learn into (default: none)")
       ("plugin-path,P", po::value(&plugins.plugin_path)->composing(), "directory or .so to search for plugins first; repeatable")
       ("no-plugin-cache", po::bool_switch(&plugins.no_cache), "re-read every plugin's manifest")

@@ -12,6 +12,7 @@
 #
 #   tools/bench/sites_netns.sh BUILD_DIR SITES.json WORKFLOW.json [flowd run options...]
 #
+# FLOWD_BENCH_WORKER_ARGS: more options for every worker (e.g. --prefetch 1).
 # Prints the coordinator's log; its last lines give the placement, the
 # predicted and the measured time.
 set -euo pipefail
@@ -99,7 +100,7 @@ for ((i = 0; i < m; ++i)); do
     ip netns exec "$tag-$i" "$flowd" worker --connect "tcp://$host:$port" --worker-key "$work/keys/worker.key" \
       --bind "tcp://$(addr "$i"):*" \
       --coordinator-key "$work/keys/coordinator.pub" --cpus 1 --gpu none --name "$name-$w" --label "site:$name" \
-      >"$work/worker-$name-$w.log" 2>&1 &
+      ${FLOWD_BENCH_WORKER_ARGS:-} >"$work/worker-$name-$w.log" 2>&1 &
     pids+=($!)
   done
 done
