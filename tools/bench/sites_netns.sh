@@ -108,4 +108,20 @@ rc=0
 timeout 600 tail --pid="$cpid" -f /dev/null || rc=124
 wait "$cpid" || rc=$?
 cat "$work/coordinator.log"
+# What crossed each link, each way (the shaping qdisc's byte count: TCP
+# and ZMQ headers and retransmissions included), beside the model's
+# prediction.
+for ((i = 0; i + 1 < m; ++i)); do
+  read -r from _ <<<"${chain[i]}"
+  read -r to _ <<<"${chain[i + 1]}"
+  fwd=$(tc -s -n "$tag-$i" qdisc show dev "l$i-$tag" | awk '/Sent/ {print $2; exit}')
+  back=$(tc -s -n "$tag-$((i + 1))" qdisc show dev "r$i-$tag" | awk '/Sent/ {print $2; exit}')
+  echo "sites_netns: link $from -> $to: $((fwd / 1000000)) MB; $to -> $from: $((back / 1000000)) MB"
+done
+# Pulls asked for again (logged at debug level: run the workers with -v
+# through FLOWD_BENCH_WORKER_ARGS): each retry may send an item, or its
+# missing chunks, over a link a second time.
+for f in "$work"/worker-*.log; do
+  echo "sites_netns: $(basename "$f" .log): $(grep -c 'asking again' "$f") pull retries"
+done
 exit "$rc"

@@ -40,6 +40,7 @@ struct Transfer {
   std::uint32_t in_flight_count = 0;
   std::uint32_t delivered_count = 0;
   Clock::time_point last_activity{};
+  Clock::time_point descriptor_sent{};  // when item_data last went into the pipe
 
   std::uint32_t chunk_count() const { return out->chunk_count(); }
   void enqueue(std::uint32_t i) {
@@ -210,6 +211,22 @@ struct ItemServer::Impl {
     Transfer& t = it->second;
     t.last_activity = Clock::now();
     const auto n = t.chunk_count();
+    if (f.chunks.empty() && !created) {
+      // The consumer asks again before our answer reached it. Once handed
+      // to ZeroMQ the answer is on its way (TCP loses nothing while the
+      // connection stands), and on a slow link shared with other transfers
+      // an item of a few MB takes seconds: sending it again would double
+      // the traffic on that link (benchmarks.md §15.3 measured it). So the
+      // descriptor (with the chunks it carries) goes again only once it
+      // has been out longer than its bytes need at 1 MB/s, or 1 s; chunks
+      // the consumer then lacks, it asks for by number.
+      const auto need = std::chrono::milliseconds(std::max<std::uint64_t>(1000, t.out->payload_bytes() / 1000));
+      if (!t.descriptor_acked && !t.descriptor_due && Clock::now() - t.descriptor_sent >= need) {
+        t.descriptor_due = true;
+        count([](ServerStats& s) { ++s.descriptors_resent; });
+      }
+      return;
+    }
     if (f.chunks.empty()) {
       // The whole item, from the start: the consumer has no descriptor.
       t.queue.clear();
@@ -354,6 +371,7 @@ struct ItemServer::Impl {
           moved = true;
           if (chunk < 0) {
             t.descriptor_due = false;
+            t.descriptor_sent = Clock::now();
           } else {
             const auto i = static_cast<std::uint32_t>(chunk);
             t.queue.pop_front();

@@ -63,6 +63,7 @@ struct ServerStats {
   std::uint64_t transfers_expired = 0;
   std::uint64_t chunks_sent = 0;          // item_chunk messages, retries included
   std::uint64_t chunks_resent = 0;        // chunks a consumer re-requested
+  std::uint64_t descriptors_resent = 0;   // a transfer's descriptor sent again: asked for again after its bytes' time at 1 MB/s
   std::uint64_t unknown_items = 0;
   std::uint64_t rejected = 0;             // malformed or unexpected messages
   std::uint64_t active_transfers = 0;

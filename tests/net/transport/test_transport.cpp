@@ -537,6 +537,48 @@ TEST_F(CurveTransport, PeerKeyOverridesTheDefaultServerKey) {
   EXPECT_EQ(got.array().nbytes(), 1000u);
 }
 
+// A consumer that asks again for a whole item while the first answer is on
+// its way (a slow link shared with other transfers: benchmarks.md §15.3)
+// gets it once, not twice: the item crosses the link once. Asked again after
+// the item's bytes would have needed at 1 MB/s, the answer goes again.
+TEST(ItemTransport, AskingAgainWhileTheAnswerIsOnItsWaySendsItOnce) {
+  CapturedLog log;
+  flowd::store::MemoryItemStore store;
+  store.put(pattern_item("slow", 3 << 20));  // one chunk, inline in item_data
+  tp::ItemServer server(store, server_options(log));
+  zmq::context_t ctx;
+  auto raw = raw_dealer(ctx, server.endpoint());
+  wire::FetchItem request;
+  request.transfer_id = 9;
+  request.id = wire::ItemId{"slow", 1, 0};
+  auto ask = [&](std::uint64_t seq) {
+    auto msg = wire::encode(seq, request);
+    ASSERT_TRUE(msg);
+    send_all(raw, *msg);
+  };
+  // Counts item_data answers for transfer 9 arriving within `window`.
+  auto answers = [&](std::chrono::milliseconds window) {
+    int n = 0;
+    raw.set(zmq::sockopt::rcvtimeo, static_cast<int>(window.count()));
+    std::vector<zmq::message_t> reply;
+    while (reply.clear(), zmq::recv_multipart(raw, std::back_inserter(reply))) {
+      auto m = wire::decode(flowd::net::zio::views(reply));
+      if (m && std::holds_alternative<wire::ItemData>(m->body) && std::get<wire::ItemData>(m->body).transfer_id == 9) ++n;
+    }
+    return n;
+  };
+  ask(1);
+  ask(2);  // at once: the first answer is surely not acknowledged yet
+  EXPECT_EQ(answers(300ms), 1);
+  EXPECT_EQ(server.stats().descriptors_resent, 0u);
+  // Never acknowledged, and asked again after more than 3 MB at 1 MB/s:
+  // taken as lost, sent again.
+  std::this_thread::sleep_for(3200ms);
+  ask(3);
+  EXPECT_EQ(answers(500ms), 1);
+  EXPECT_EQ(server.stats().descriptors_resent, 1u);
+}
+
 TEST(ItemTransport, AConsumerGivingUpReleasesTheServersState) {
   CapturedLog log;
   flowd::store::MemoryItemStore store;
