@@ -34,20 +34,6 @@ struct StepAnswer {
 
 }  // namespace
 
-// Routed on a pool thread, as a map task's answer is.
-class RunState::SinkAnswer final : public sched::Task {
-public:
-  SinkAnswer(RunState& st, StageState& s, Tuple t, RemoteResult r)
-      : st_(st), s_(s), tuple_(std::move(t)), result_(std::move(r)) {}
-  void run(sched::TaskEnv&) override { st_.sink_answer(s_, tuple_, std::move(result_)); }
-
-private:
-  RunState& st_;
-  StageState& s_;
-  Tuple tuple_;
-  RemoteResult result_;
-};
-
 bool RunState::sink_on_node(const StageState& s) const {
   return s.pattern() == Pattern::sink && opts().remote && opts().remote->takes_sink(s.node->index);
 }
@@ -108,7 +94,9 @@ void RunState::run_sink_on_node(StageState& s, Tuple t) {
   task.scan = {{"phase", "sink"}, {"step", "consume"}};
   task.node = s.sink_node;
   task.done = [this, &s, t = std::move(t)](RemoteResult r) mutable {
-    runner_.submit(std::make_unique<SinkAnswer>(*this, s, std::move(t), std::move(r)), nullptr);
+    // Routed on a pool thread, as a map task's answer is.
+    runner_.submit(std::make_unique<RemoteAnswer>(*this, s, std::move(t), std::move(r), &RunState::sink_answer),
+                   nullptr);
   };
   opts().remote->submit(std::move(task));
 }

@@ -23,16 +23,12 @@
 #include "flowd/keys.hpp"
 #include "runtime/carried.hpp"
 #include "runtime/contexts.hpp"
+#include "runtime/remote.hpp"
 #include "runtime/run_types.hpp"
 #include "runtime/scan_combiner.hpp"
 #include "runtime/task_runner.hpp"
 #include "sched/allpairs_run.hpp"
 #include "sched/scan_strategy.hpp"
-
-namespace flowd::runtime {
-struct RemoteResult;
-struct RemoteNode;
-}
 
 namespace flowd::runtime::detail {
 
@@ -141,9 +137,8 @@ public:
 
 private:
   class StageTask;     // a source, map, sink, reduce, finalize, scan or all-pairs task (stage_tasks.cpp)
-  class RemoteAnswer;  // a cluster's answer to a map task (stage_tasks.cpp)
+  class RemoteAnswer;  // a cluster's answer to a map task or a placed sink's consume (stage_tasks.cpp)
   class SourceAnswer;  // a worker node's answer to a source's next() (remote_source.cpp)
-  class SinkAnswer;    // a worker node's answer to a sink's consume (remote_sink.cpp)
 
   // --- sources (routing.cpp) -------------------------------------------------
   void schedule_source(StageState& s);
@@ -271,6 +266,24 @@ private:
   StageState& s_;
   Kind kind_;
   Tuple tuple_;
+};
+
+// Routed on a pool thread: the executor may answer from any thread, even
+// inside submit() while the run lock is held. `handle` is remote_done (a
+// map task) or sink_answer (a placed sink's consume, remote_sink.cpp).
+class RunState::RemoteAnswer final : public sched::Task {
+public:
+  using Handler = void (RunState::*)(StageState&, const Tuple&, RemoteResult);
+  RemoteAnswer(RunState& st, StageState& s, Tuple t, RemoteResult r, Handler handle)
+      : st_(st), s_(s), tuple_(std::move(t)), result_(std::move(r)), handle_(handle) {}
+  void run(sched::TaskEnv&) override { (st_.*handle_)(s_, tuple_, std::move(result_)); }
+
+private:
+  RunState& st_;
+  StageState& s_;
+  Tuple tuple_;
+  RemoteResult result_;
+  Handler handle_;
 };
 
 }  // namespace flowd::runtime::detail

@@ -150,28 +150,14 @@ void RunState::run_finalize(StageState& s, sched::TaskEnv& env) {
 // ---------------------------------------------------------------------------
 // Map tasks run by a cluster (runtime/remote.hpp)
 
-// Routed on a pool thread: the executor may answer from any thread, even
-// inside submit() while the run lock is held.
-class RunState::RemoteAnswer final : public sched::Task {
-public:
-  RemoteAnswer(RunState& st, StageState& s, Tuple t, RemoteResult r)
-      : st_(st), s_(s), tuple_(std::move(t)), result_(std::move(r)) {}
-  void run(sched::TaskEnv&) override { st_.remote_done(s_, tuple_, std::move(result_)); }
-
-private:
-  RunState& st_;
-  StageState& s_;
-  Tuple tuple_;
-  RemoteResult result_;
-};
-
 void RunState::submit_remote_locked(StageState& s, Tuple t) {
   RemoteTask task;
   task.stage = s.node->index;
   task.key = t.key;
   task.inputs = t.ports;
   task.done = [this, &s, t = std::move(t)](RemoteResult r) mutable {
-    runner_.submit(std::make_unique<RemoteAnswer>(*this, s, std::move(t), std::move(r)), nullptr);
+    runner_.submit(std::make_unique<RemoteAnswer>(*this, s, std::move(t), std::move(r), &RunState::remote_done),
+                   nullptr);
   };
   opts().remote->submit(std::move(task));
 }

@@ -295,9 +295,10 @@ TEST(ClusterRun, APlacedSinkWritesItsFilesOnANodeOfItsSite) {
   const fs::path far_dir = dir / "far-host";
   fs::create_directories(far_dir);
   write(dir, "plan.json", R"({"stages": {"src": "near", "step": "far", "out": "far"}})");
-  auto cluster = [&](const std::vector<std::string>& extra, int want_code) {
+  // The run of `workflow` with `extra` options; its log.
+  auto cluster = [&](const fs::path& workflow, const std::vector<std::string>& extra, int want_code) {
     const std::string endpoint = "tcp://127.0.0.1:" + std::to_string(test::free_port());
-    std::vector<std::string> args = {"run",        wf.string(), "--listen",     endpoint,    "--expect",
+    std::vector<std::string> args = {"run",        workflow.string(), "--listen", endpoint,   "--expect",
                                      "2",          "--gpu",     "none",         "--no-progress", "--no-perf-model",
                                      "--sites",    "sites.json", "--placement", "plan.json"};
     args.insert(args.end(), extra.begin(), extra.end());
@@ -319,7 +320,7 @@ TEST(ClusterRun, APlacedSinkWritesItsFilesOnANodeOfItsSite) {
     return names;
   };
   {
-    const std::string log = cluster({"--set", "output=placed.txt"}, 0);
+    const std::string log = cluster(wf, {"--set", "output=placed.txt"}, 0);
     EXPECT_EQ(test::slurp(far_dir / "placed.txt"), want);
     EXPECT_FALSE(fs::exists(dir / "placed.txt")) << "the coordinator wrote the sink's file";
     EXPECT_NE(log.find("placement (plan.json): src@near, step@far, out@far"), std::string::npos) << log;
@@ -329,33 +330,23 @@ TEST(ClusterRun, APlacedSinkWritesItsFilesOnANodeOfItsSite) {
   fs::remove(far_dir / "placed.txt");
   {
     // The sink fails on one item: the run fails and the node keeps nothing.
-    write(dir, "wf-fail.json", test::slurp(wf).replace(test::slurp(wf).find("\"path\""), 6,
-                                                       "\"fail_key\": \"item/7\", \"path\""));
-    const std::string endpoint = "tcp://127.0.0.1:" + std::to_string(test::free_port());
-    Process coordinator(dir, {"run", (dir / "wf-fail.json").string(), "--set", "output=placed.txt", "--listen",
-                              endpoint, "--expect", "2", "--gpu", "none", "--no-progress", "--no-perf-model",
-                              "--sites", "sites.json", "--placement", "plan.json"});
-    Process near(dir, {"worker", "--connect", endpoint, "--gpu", "none", "--cpus", "1", "--name", "near", "--label",
-                       "site:near"});
-    Process far(far_dir, {"worker", "--connect", endpoint, "--gpu", "none", "--cpus", "2", "--name", "far", "--label",
-                          "site:far"});
-    EXPECT_NE(coordinator.wait(), 0) << coordinator.err();
-    EXPECT_NE(coordinator.err().find("sink asked to fail on item/7"), std::string::npos) << coordinator.err();
-    near.wait();
-    far.wait();
+    const auto failing = write(dir, "wf-fail.json", test::slurp(wf).replace(test::slurp(wf).find("\"path\""), 6,
+                                                                          "\"fail_key\": \"item/7\", \"path\""));
+    const std::string log = cluster(failing, {"--set", "output=placed.txt"}, 3);
+    EXPECT_NE(log.find("sink asked to fail on item/7"), std::string::npos) << log;
     EXPECT_TRUE(leftovers(far_dir).empty()) << leftovers(far_dir).front();
   }
   {
     // The node cannot open the output: a folder stands where the file goes.
     fs::create_directories(far_dir / "placed.txt");
-    const std::string log = cluster({"--set", "output=placed.txt"}, 3);
+    const std::string log = cluster(wf, {"--set", "output=placed.txt"}, 3);
     EXPECT_TRUE(std::regex_search(log, std::regex("stage 'out' could not open its output: on [^\\n]*far[^\\n]*is a folder")))
         << log;
     fs::remove(far_dir / "placed.txt");
     EXPECT_TRUE(leftovers(far_dir).empty()) << leftovers(far_dir).front();
   }
   {
-    const std::string log = cluster({"--set", "output=placed.txt", "--journal", (dir / "journal").string()}, 2);
+    const std::string log = cluster(wf, {"--set", "output=placed.txt", "--journal", (dir / "journal").string()}, 2);
     EXPECT_NE(log.find("sink 'out' is placed on a worker node: the inputs it consumes there are not kept"),
               std::string::npos)
         << log;
