@@ -52,6 +52,16 @@ void cross(const Problem& p, Prediction& out, std::vector<bool>& used, std::size
   }
 }
 
+// T(H) of every host, from each site's compute per item at speed 1.
+void hosts(const Problem& p, Prediction& out, const std::vector<double>& parallel) {
+  out.host_seconds.assign(p.sites.hosts.size(), 0.0);
+  for (std::size_t h = 0; h < p.sites.hosts.size(); ++h) {
+    const Host& host = p.sites.hosts[h];
+    for (const std::size_t j : host.sites) out.host_seconds[h] += parallel[j] / p.sites.sites[j].speed;
+    out.host_seconds[h] /= host.cores;
+  }
+}
+
 void finish(const Problem& p, Prediction& out, const std::vector<bool>& used) {
   double sum = 0;
   out.bottleneck = -1;
@@ -72,6 +82,11 @@ void finish(const Problem& p, Prediction& out, const std::vector<bool>& used) {
                                       : "link " + p.sites.sites[j + 1].name + " -> " + p.sites.sites[j].name;
     }
   }
+  for (std::size_t h = 0; h < out.host_seconds.size(); ++h)
+    if (out.host_seconds[h] > out.bottleneck) {
+      out.bottleneck = out.host_seconds[h];
+      out.bottleneck_name = "host " + p.sites.hosts[h].name;
+    }
   const double n = static_cast<double>(std::max<std::uint64_t>(p.items, 1));
   out.total = (n - 1) * out.bottleneck + sum;
 }
@@ -112,6 +127,7 @@ Prediction predict(const Problem& p, const Placement& where) {
     if (s.sink) cross(p, out, used, where[i], last, s.bytes_out, s.items_out);
   }
   for (std::size_t j = 0; j < p.sites.size(); ++j) out.site_seconds[j] = site_time(p.sites.sites[j], parallel[j], serial[j]);
+  hosts(p, out, parallel);
   finish(p, out, used);
   return out;
 }
@@ -149,6 +165,7 @@ Prediction predict_demand_driven(const Problem& p) {
     }
   }
   for (std::size_t j = 0; j < p.sites.size(); ++j) out.site_seconds[j] = site_time(p.sites.sites[j], parallel[j], serial[j]);
+  hosts(p, out, parallel);
   finish(p, out, used);
   return out;
 }

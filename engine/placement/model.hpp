@@ -17,11 +17,15 @@
 // source's, and a sink's results from its site to the last.
 // Consumers may sit before their producer in the chain (a coordinator at
 // the last site sends tiles back to the cluster): the paper's chain is the
-// case where every item flows forward. For N items
+// case where every item flows forward. Sites on one host (sites.hpp) also
+// share its cores: per item
+//   T(H) = Σ over its sites j, over their stages, of seconds / speed_j / cores_H.
+// For N items
 //   total = (N − 1) · max_k T_k + Σ_j T(C_j) + Σ_j T(L_j) + Σ latencies of the links used,
-// the bottleneck k being a site or a link: the stream's steady state plus
-// one item's way through (the paper's formula; its DP minimised the second
-// part alone).
+// the bottleneck k being a site, a link or a host: the stream's steady state
+// plus one item's way through (the paper's formula; its DP minimised the
+// second part alone). A host is a capacity, not a step of an item's way, so
+// it adds to the first part only.
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -61,9 +65,10 @@ using Placement = std::vector<std::size_t>;  // the site of each stage
 struct Prediction {
   double total = 0;       // seconds for all items
   double bottleneck = 0;  // seconds per item at the bottleneck
-  std::string bottleneck_name;  // "site cluster" or "link storage -> cluster"
+  std::string bottleneck_name;  // "site cluster", "link storage -> cluster" or "host vm"
   // Per item. Links: forward (site j to j + 1) at j, backward at m − 1 + j.
-  std::vector<double> site_seconds, link_seconds;
+  // Hosts: as in Sites::hosts.
+  std::vector<double> site_seconds, link_seconds, host_seconds;
   std::vector<double> link_bytes;
 };
 

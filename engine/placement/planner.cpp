@@ -155,22 +155,23 @@ Plan plan_dp(const Problem& p) {
         }
       }
     const double sum = f[m - 1][n];
-    if (sum == inf) continue;
-    const double total = (items - 1) * B + sum;
-    if (total < best.predicted.total) {
-      Placement where(n, 0);
-      std::size_t k = n;
-      for (std::size_t j = m; j-- > 0;) {
-        const std::size_t a = from[j][k];
-        for (std::size_t i = a; i < k; ++i) where[i] = j;
-        k = a;
-      }
-      best.where = where;
-      best.predicted.total = total;  // replaced below by the full prediction
+    if (sum == inf || (items - 1) * B + sum >= best.predicted.total) continue;
+    Placement where(n, 0);
+    std::size_t k = n;
+    for (std::size_t j = m; j-- > 0;) {
+      const std::size_t a = from[j][k];
+      for (std::size_t i = a; i < k; ++i) where[i] = j;
+      k = a;
+    }
+    // The full model: the placement's own bottleneck may be below B, and a
+    // host shared by several sites (which no per-site bound sees) above it.
+    Prediction pr = predict(p, where);
+    if (pr.total < best.predicted.total) {
+      best.where = std::move(where);
+      best.predicted = std::move(pr);
     }
   }
   if (best.where.size() != n) throw std::invalid_argument("placement: no placement keeps every fixed stage on its site");
-  best.predicted = predict(p, best.where);
   return best;
 }
 

@@ -12,8 +12,11 @@
 //   (N − 1)·max + Σ is not a sum of per-site terms, so the programme runs
 //   once per candidate bottleneck B (every value a site's run or a link's
 //   traffic can take): the least Σ with every site and link at most B,
-//   then the least (N − 1)·B + Σ over the B's. Exact over contiguous
-//   forward placements (every item flows forward, as in the paper), O(m²·n⁴).
+//   then the least (N − 1)·B + Σ over the B's, each candidate judged by
+//   the full model. Exact over contiguous forward placements (every item
+//   flows forward, as in the paper), O(m²·n⁴), when no host is shared by
+//   several sites; with such hosts the DP does not see their bound while
+//   it searches, so it is a heuristic there (exhaustive search is exact).
 #include <cstdint>
 #include <string>
 

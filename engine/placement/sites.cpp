@@ -40,6 +40,51 @@ double number(const Json& obj, const std::string& at, const char* key, double fa
   return x;
 }
 
+void parse_hosts(const Json& hosts, Sites& out, Diagnostics& d) {
+  if (!hosts.is_array()) {
+    d.add("/hosts", "expected a list of hosts, each {\"name\", \"cores\", \"sites\"}");
+    return;
+  }
+  std::set<std::string> names;
+  std::vector<std::string> host_of(out.sites.size());
+  for (std::size_t i = 0; i < hosts.size(); ++i) {
+    const std::string at = "/hosts/" + std::to_string(i);
+    const Json& h = hosts[i];
+    if (!h.is_object()) {
+      d.add(at, "expected an object");
+      continue;
+    }
+    for (const auto& [k, v] : h.items())
+      if (k != "name" && k != "cores" && k != "sites") d.add(at + workflow::pointer({k}), "unknown key \"" + k + "\"");
+    Host host;
+    if (!h.contains("name") || !h["name"].is_string() || h["name"].get<std::string>().empty()) {
+      d.add(at + "/name", "expected a non-empty name");
+    } else {
+      host.name = h["name"].get<std::string>();
+      if (!names.insert(host.name).second) d.add(at + "/name", "the host \"" + host.name + "\" is named twice");
+    }
+    host.cores = number(h, at, "cores", 1.0, true, 0.0, false, d);
+    const Json sites = h.value("sites", Json());
+    if (!sites.is_array() || sites.empty()) {
+      d.add(at + "/sites", "expected a list of the names of the sites on this host");
+    } else {
+      for (std::size_t k = 0; k < sites.size(); ++k) {
+        const std::string sat = at + "/sites/" + std::to_string(k);
+        const std::size_t j = sites[k].is_string() ? out.find(sites[k].get<std::string>()) : out.sites.size();
+        if (j == out.sites.size()) {
+          d.add(sat, "expected the name of one of the sites, got " + sites[k].dump());
+        } else if (!host_of[j].empty()) {
+          d.add(sat, "the site \"" + out.sites[j].name + "\" is on host \"" + host_of[j] + "\" already");
+        } else {
+          host_of[j] = host.name.empty() ? "?" : host.name;
+          host.sites.push_back(j);
+        }
+      }
+    }
+    out.hosts.push_back(std::move(host));
+  }
+}
+
 }  // namespace
 
 Sites parse_sites(const Json& doc, const std::string& file) {
@@ -47,7 +92,7 @@ Sites parse_sites(const Json& doc, const std::string& file) {
   Sites out;
   if (!doc.is_object()) throw workflow::ValidationError(file, {{"", "expected an object with \"sites\" and \"links\""}});
   for (const auto& [k, v] : doc.items())
-    if (k != "version" && k != "sites" && k != "links" && k != "coordinator")
+    if (k != "version" && k != "sites" && k != "links" && k != "coordinator" && k != "hosts")
       d.add(workflow::pointer({k}), "unknown key \"" + k + "\"");
   if (!doc.contains("version") || !doc["version"].is_number_integer() || doc["version"].get<std::int64_t>() != 1)
     d.add("/version", "expected 1");
@@ -132,6 +177,7 @@ Sites parse_sites(const Json& doc, const std::string& file) {
     else
       out.coordinator = out.find(c.get<std::string>());
   }
+  if (doc.contains("hosts")) parse_hosts(doc["hosts"], out, d);
   if (!d.empty()) throw workflow::ValidationError(file, d.items());
   return out;
 }

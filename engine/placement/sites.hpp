@@ -8,7 +8,13 @@
 //    "sites": [{"name": "storage", "nodes": 1, "speed": 1.0}, ...],
 //    "links": [{"from": "storage", "to": "cluster", "bandwidth_mb_s": 10,
 //               "latency_ms": 5, "message_overhead_ms": 0.2}, ...],
-//    "coordinator": "workstation"}
+//    "coordinator": "workstation",
+//    "hosts": [{"name": "vm", "cores": 2, "sites": ["storage", "cluster"]}]}
+//
+// "hosts" (optional) names sites that share one machine's cores: virtual
+// machines or containers on one box, or an emulation of several sites on
+// one computer. Their stages then compete for those cores as well as for
+// their own site's nodes.
 //
 // Read with every problem reported at its JSON pointer, as workflows are.
 #include <cstddef>
@@ -27,6 +33,14 @@ struct Site {
   double speed = 1.0;  // one node's speed relative to the profile's (2: twice as fast)
 };
 
+// Sites that share one machine: their stages' work per item, at their
+// sites' speeds, is spread over `cores`.
+struct Host {
+  std::string name;
+  double cores = 1;
+  std::vector<std::size_t> sites;  // indices into Sites::sites
+};
+
 // The link between sites[i] and sites[i + 1].
 struct Link {
   double bandwidth = 0;         // bytes per second
@@ -40,6 +54,7 @@ struct Sites {
   // Where `flowd run` (the coordinator, which runs the sinks) is:
   // "coordinator": NAME, default the last site.
   std::size_t coordinator = 0;
+  std::vector<Host> hosts;  // sites sharing a machine; most sites share none
   std::size_t size() const noexcept { return sites.size(); }
   // The index of the site named `name`, or size().
   std::size_t find(std::string_view name) const noexcept;

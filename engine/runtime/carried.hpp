@@ -49,6 +49,11 @@ public:
   // The value, pulled from wherever it lives now (recomputed first when its
   // holder was lost). Thread-safe; throws flowd::Error saying why it failed.
   virtual Item fetch() const = 0;
+  // A hint that fetch() will be called soon: start pulling the value now,
+  // in the background, so that fetch() finds it (or waits for the pull in
+  // progress instead of starting another). A sink, which takes one item at
+  // a time, then pulls the next while it writes this one. Never blocks.
+  virtual void fetch_ahead() const {}
   // Which node holds it, for messages ("worker 3 (host:pid)").
   virtual std::string holder() const = 0;
 };

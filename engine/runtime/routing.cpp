@@ -1,6 +1,8 @@
 // How items move through a run: sources emit them within their windows,
 // routing hands them to the consuming stages (matching inputs by key), and
 // stages close once nothing more can reach them.
+#include <algorithm>
+
 #include "runtime/checkpoint.hpp"
 #include "runtime/remote.hpp"
 #include "runtime/run_state.hpp"
@@ -179,6 +181,7 @@ void RunState::dispatch_locked(StageState& s, Tuple t, sched::TaskEnv* env) {
       return;
     case Pattern::sink:
       s.backlog.push_back(std::move(t));
+      fetch_ahead_locked(s);
       if (!s.sink_busy) {
         s.sink_busy = true;
         ++s.active;
@@ -189,6 +192,16 @@ void RunState::dispatch_locked(StageState& s, Tuple t, sched::TaskEnv* env) {
     case Pattern::scan:
     case Pattern::allpairs: return;  // validation gives sources no inputs; these hold their items (hold_locked)
   }
+}
+
+void RunState::fetch_ahead_locked(const StageState& s) const {
+  // Two: the one it takes next and the one after, so a pull is in flight
+  // while it consumes; more would only hold more values in memory.
+  constexpr std::size_t depth = 2;
+  if (s.sink_node) return;  // a sink on a worker node pulls its own inputs there
+  for (std::size_t i = 0; i < std::min(depth, s.backlog.size()); ++i)
+    for (const auto& p : s.backlog[i].ports)
+      if (p && p->remote) p->remote->fetch_ahead();
 }
 
 void RunState::maybe_close_locked(StageState& s, sched::TaskEnv* env) {

@@ -175,6 +175,9 @@ private:
   void route_one_locked(StageState& from, std::size_t port, const CarriedPtr& c, sched::TaskEnv* env);
   void deliver_locked(StageState& to, std::size_t port, const CarriedPtr& c, const std::string& from, sched::TaskEnv* env);
   void dispatch_locked(StageState& s, Tuple t, sched::TaskEnv* env);
+  // A sink in this process takes one tuple at a time: the inputs of the
+  // next ones that other nodes hold are pulled while it consumes this one.
+  void fetch_ahead_locked(const StageState& s) const;
   void maybe_close_locked(StageState& s, sched::TaskEnv* env);
   void fail_locked(StageState& s, const std::string& key, const std::string& message);
 

@@ -56,6 +56,7 @@ void RunState::run_sink(StageState& s, sched::TaskEnv& env) {
     std::lock_guard lk(m_);
     t = std::move(s.backlog.front());
     s.backlog.pop_front();
+    fetch_ahead_locked(s);
   }
   if (s.sink_node && !runner_.stopping()) {
     run_sink_on_node(s, std::move(t));  // its answer ends the task (remote_sink.cpp)

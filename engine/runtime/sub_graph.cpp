@@ -163,6 +163,7 @@ void SubGraph::run(std::size_t i, const Tuple& inputs, sched::TaskEnv& env) {
   if (runner_.stopping()) ex.outcome = {false, "the run is stopping", task_.key};
   else ex = runner_.execute({.stage = parent_, .node = sub->node, .gpu = sub->gpu, .inputs = inputs,
                              .parent = parent_span_}, env);
+  work_ns_.fetch_add(ex.outcome.end_ns - ex.outcome.start_ns);
   std::vector<sched::TaskPtr> ready;
   {
     std::lock_guard lk(m_);
@@ -183,6 +184,7 @@ void SubGraph::run(std::size_t i, const Tuple& inputs, sched::TaskEnv& env) {
 }
 
 void SubGraph::help_until_done() {
+  const auto entered = Clock::now();
   std::unique_lock lk(m_);
   while (pending_ > 0) {
     lk.unlock();
@@ -192,6 +194,7 @@ void SubGraph::help_until_done() {
     lk.lock();
     if (!ran) cv_.wait_for(lk, std::chrono::milliseconds(1), [&] { return pending_ == 0; });
   }
+  waited_ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - entered).count();
 }
 
 void SubGraph::wait() {

@@ -4,6 +4,7 @@
 // earlier calls' outputs, each call a task of its own through the run's
 // queue, on the worker the policy picks and with that worker's variant.
 // Private to the runtime.
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -63,6 +64,11 @@ public:
   // Nanoseconds the parent's worker spent running other tasks while it
   // waited: not its operator's time. Read on the parent's thread.
   std::int64_t helped_ns() const noexcept { return helped_ns_; }
+  // Nanoseconds the parent spent in wait(), helping or idle: its sub-tasks'
+  // time, counted where they ran. Read on the parent's thread.
+  std::int64_t waited_ns() const noexcept { return waited_ns_; }
+  // Nanoseconds its sub-tasks ran, on whichever worker.
+  std::int64_t work_ns() const noexcept { return work_ns_.load(); }
 
 private:
   class CallTask;
@@ -100,6 +106,8 @@ private:
   std::deque<Call> calls_;  // deque: references stay valid as calls are added
   std::size_t pending_ = 0;
   std::int64_t helped_ns_ = 0;
+  std::int64_t waited_ns_ = 0;
+  std::atomic<std::int64_t> work_ns_{0};
 };
 
 }  // namespace flowd::runtime::detail

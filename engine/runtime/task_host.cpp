@@ -51,7 +51,7 @@ public:
     detail::Execution ex = runner_.run_map_task(s_, tuple_, env);
     s_.tasks_done.fetch_add(1);
     r.ok = ex.outcome.ok;
-    r.seconds = static_cast<double>(ex.outcome.end_ns - ex.outcome.start_ns) * 1e-9;
+    r.seconds = static_cast<double>(ex.work_ns) * 1e-9;
     if (!r.ok) {
       r.error = ex.outcome.error;
       r.key = ex.outcome.key;

@@ -233,6 +233,15 @@ Execution TaskRunner::execute(const TaskCall& call, sched::TaskEnv& env) {
   Execution ex = w.kind == sched::WorkerKind::gpu ? run_gpu_variant(call, inputs, w) : run_cpu_variant(call, inputs, w);
   const char* variant = w.kind == sched::WorkerKind::gpu ? "gpu" : gpu_like ? "sim" : "cpu";
   trace_task(call.node.spec().name, call.stage.name(), w, call.inputs.key, variant, ex.outcome, call.span, call.parent);
+  ex.work_ns = ex.outcome.end_ns - ex.outcome.start_ns;
+  if (call.sub) {
+    // The wait for sub-tasks is their time, which they added to the stage's
+    // busy time as they ran: counted once, not again as the parent's (with
+    // one worker a parent helping run its own sub-tasks doubled it).
+    const std::int64_t waited = call.sub->waited_ns();
+    call.stage.busy_ns.fetch_sub(waited);
+    ex.work_ns += call.sub->work_ns() - waited;
+  }
   if (ex.outcome.ok) record(call, w, moved, ex.outcome);
   return ex;
 }

@@ -104,6 +104,9 @@ struct Stage {
 struct Execution {
   Outcome outcome{true, {}, {}};
   Emitted out;
+  // The task's compute: its operator's time less its waits for sub-tasks,
+  // plus the sub-tasks' time wherever they ran (a stage profile's seconds).
+  std::int64_t work_ns = 0;
 };
 
 // One call of a map-like operator: a stage's task or a sub-task of one.

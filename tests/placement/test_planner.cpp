@@ -69,6 +69,30 @@ TEST(PlacementModel, PredictionsByHand) {
   EXPECT_TRUE(feasible(fixed, {0, 1, 0}));
 }
 
+TEST(PlacementModel, SitesOnOneHostShareItsCores) {
+  // A and C on one machine of 1 core: read at A, segment at B, write at C
+  // puts 0.01 + 0.02 / 0.5 = 0.05 s an item on it, below the link's 0.401.
+  Problem p = hand_problem();
+  p.sites.hosts = {{"box", 1.0, {0, 2}}};
+  const Prediction a = predict(p, {0, 1, 2});
+  ASSERT_EQ(a.host_seconds.size(), 1u);
+  EXPECT_NEAR(a.host_seconds[0], 0.01 + 0.02 / 0.5, 1e-12);
+  EXPECT_EQ(a.bottleneck_name, "link A -> B");
+  // Everything at A and C: 0.41 + 0.04 s an item on the one core, above
+  // site A's own 0.41 s. The host is a capacity: it does not add to an
+  // item's way through (the Σ part).
+  const Prediction b = predict(p, {0, 0, 2});
+  EXPECT_NEAR(b.host_seconds[0], 0.41 + 0.04, 1e-12);
+  EXPECT_EQ(b.bottleneck_name, "host box");
+  const Prediction b_alone = predict(hand_problem(), {0, 0, 2});
+  EXPECT_EQ(b_alone.bottleneck_name, "site A");
+  const double sum = b_alone.total - 99 * b_alone.bottleneck;
+  EXPECT_NEAR(b.total, 99 * 0.45 + sum, 1e-9);
+  // With two cores the host no longer binds.
+  p.sites.hosts[0].cores = 2;
+  EXPECT_EQ(predict(p, {0, 0, 2}).bottleneck_name, "site A");
+}
+
 TEST(PlacementPlanner, TheBestOfTheHandChain) {
   const Problem p = hand_problem();
   // Everything on B: the input crosses A→B (the bottleneck either way),

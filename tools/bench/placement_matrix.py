@@ -56,11 +56,14 @@ def pngs(folder):
     return out
 
 
-def sites_file(path, nodes, mb_s, coordinator):
+def sites_file(path, nodes, mb_s, coordinator, host_cores):
     names = ["data", "compute", "client"]
     doc = {"version": 1, "coordinator": coordinator,
            "sites": [{"name": n, "nodes": k} for n, k in zip(names, nodes)],
            "links": [{"from": names[i], "to": names[i + 1], "bandwidth_mb_s": mb_s} for i in range(2)]}
+    if host_cores > 0:
+        # Every namespace runs on this machine: the sites share its cores.
+        doc["hosts"] = [{"name": "this-machine", "cores": host_cores, "sites": names}]
     Path(path).write_text(json.dumps(doc, indent=2) + "\n")
 
 
@@ -74,6 +77,8 @@ def main():
     ap.add_argument("--workflows", default="nuclei,virtual-microscope")
     ap.add_argument("--input", default="synthetic:hne?width=2048&height=2048&count=2&seed=1")
     ap.add_argument("--coordinator", default="client", choices=["data", "compute", "client"])
+    ap.add_argument("--host-cores", type=int, default=os.cpu_count(),
+                    help="the cores all sites share (they run on this machine); 0: tell the planner nothing")
     a = ap.parse_args()
     build = Path(a.build).resolve()
     flowd = build / "bin" / "flowd"
@@ -106,7 +111,7 @@ def main():
             for bw in [float(x) for x in a.bandwidths.split(",")]:
                 tag = f"{wf_name}-{chain}-{bw:g}"
                 sites = out / f"sites-{chain}-{bw:g}.json"
-                sites_file(sites, nodes, bw, a.coordinator)
+                sites_file(sites, nodes, bw, a.coordinator, a.host_cores)
                 planned = out / f"plan-{tag}.json"
                 r = run([str(flowd), "plan", str(wf), "--sites", str(sites), "--profile", str(prof), "--write",
                          str(planned)] + [f"--fix={x}=data" for x in sources], env=env)

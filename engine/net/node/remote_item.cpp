@@ -1,5 +1,7 @@
 #include "net/node/remote_item.hpp"
 
+#include <utility>
+
 #include "flowd/error.hpp"
 
 namespace flowd::net::node {
@@ -14,7 +16,26 @@ ClusterItem::~ClusterItem() {
 
 Item ClusterItem::fetch() const {
   if (!host_) throw Error("item '" + lineage_.key + "': no coordinator to fetch it through");
+  std::shared_future<Item> ahead;
+  {
+    std::lock_guard lock(m_);
+    ahead = std::exchange(ahead_, {});
+  }
+  if (ahead.valid()) {
+    try {
+      return ahead.get();
+    } catch (const std::exception&) {
+      // Pulled again below, where a lost holder is waited for or recomputed
+      // and a lasting failure is reported as any fetch's.
+    }
+  }
   return host_->fetch(*this);
+}
+
+void ClusterItem::fetch_ahead() const {
+  if (!host_) return;
+  std::lock_guard lock(m_);
+  if (!ahead_.valid()) ahead_ = host_->fetch_ahead(*this);
 }
 
 std::string ClusterItem::holder() const {

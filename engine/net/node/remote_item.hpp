@@ -3,6 +3,7 @@
 // that ran on a worker node, known here by its metadata, its location and
 // how it was made (lineage). docs/cluster.md "Runtime protocol" 7 and 9.
 #include <cstdint>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -46,6 +47,9 @@ public:
   virtual ~ItemHost() = default;
   // The value, recomputed first when its holder is gone. Blocking.
   virtual Item fetch(const ClusterItem& item) = 0;
+  // fetch(item) started on a thread of the host's; invalid when the host
+  // pulls nothing ahead (then fetch() does the work when called).
+  virtual std::shared_future<Item> fetch_ahead(const ClusterItem&) { return {}; }
   // The last reference is gone: the holder may drop it. Never throws, never
   // blocks on the network, takes no lock that is held while items die.
   virtual void release(std::uint32_t holder, const wire::ItemId& id) noexcept = 0;
@@ -59,7 +63,11 @@ public:
   ClusterItem(const ClusterItem&) = delete;
   ClusterItem& operator=(const ClusterItem&) = delete;
 
+  // The value pulled ahead, if fetch_ahead() started it (taken: a second
+  // fetch pulls again, so no value outlives its first use here), else
+  // pulled now.
   Item fetch() const override;
+  void fetch_ahead() const override;
   std::string holder() const override;
 
   ItemLocation location() const;
@@ -72,8 +80,9 @@ public:
 private:
   std::shared_ptr<ItemHost> host_;
   Lineage lineage_;
-  mutable std::mutex m_;  // guards where_: a recompute moves it while others read it
+  mutable std::mutex m_;  // guards where_ and ahead_: a recompute moves it while others read it
   mutable ItemLocation where_;
+  mutable std::shared_future<Item> ahead_;  // a pull started by fetch_ahead(), not yet taken
 };
 
 }  // namespace flowd::net::node
