@@ -359,7 +359,9 @@ int cmd_run(const Args& args, const std::vector<std::string>& full_command_line)
   view.finish(report);
   if (session) {
     const auto st = session->coordinator().stats();
-    log.info("cluster: " + std::to_string(st.done) + " tasks on " + std::to_string(st.workers) + " workers, " +
+    // Every worker that took part: one lost mid-run ran tasks too.
+    log.info("cluster: " + std::to_string(st.done) + " tasks on " + std::to_string(st.workers + st.workers_lost) +
+             " workers" + (st.workers_lost > 0 ? " (" + std::to_string(st.workers_lost) + " lost or gone)" : "") + ", " +
              std::to_string(st.reassigned) + " reassigned after a loss, " + std::to_string(st.recomputed) +
              " items recomputed, " + std::to_string(st.steal_requests) + " steals (" + std::to_string(st.stolen) +
              " tasks moved" +

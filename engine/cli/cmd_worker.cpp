@@ -37,7 +37,7 @@ int run_worker_node(net::node::WorkerNodeOptions options, const PluginOptions& p
 }
 
 int cmd_worker(const Args& args) {
-  std::string connect, bind = "tcp://127.0.0.1:*", advertise, name, gpu = "all", perf_model, store_dir;
+  std::string connect, bind, advertise, name, gpu = "all", perf_model, store_dir;
   int cpus = 0, lookahead = -1, join_timeout = 30;
   double emulate_link = 0;
   long rank = 0;
@@ -52,7 +52,7 @@ int cmd_worker(const Args& args) {
       ("gpu", po::value(&gpu), "GPU workers: none, all, a count, or sim:N[:scale] (default all)")
       ("label", po::value(&labels)->composing(), "a context label of this node (e.g. gpu, site:amsterdam); repeatable")
       ("rank", po::value(&rank), "this node's label rank (e.g. cores or GPU memory), for stages ranking nodes")
-      ("bind", po::value(&bind), "where this node serves its items (default tcp://127.0.0.1:*; others need keys)")
+      ("bind", po::value(&bind), "where this node serves its items (default: with keys, the address this host reaches the coordinator from; else tcp://127.0.0.1:*)")
       ("advertise", po::value(&advertise), "host name or address peers reach this node at, when --bind is a wildcard")
       ("name", po::value(&name), "this node's name in logs (default host:pid)")
       ("emulate-link-mb-s", po::value(&emulate_link), "experiments: pulls from other nodes take at least bytes / (this many MB/s)")
@@ -78,7 +78,8 @@ int cmd_worker(const Args& args) {
     o.coordinator = connect;
     o.curve = worker_credentials(cluster);
     o.name = name;
-    o.data_bind = bind;
+    // --advertise names the host for a wildcard bind: without --bind, bind one.
+    o.data_bind = bind.empty() && !advertise.empty() ? "tcp://0.0.0.0:*" : bind;
     o.advertise_host = advertise;
     o.cpus = cpus > 0 ? cpus : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
     o.gpus = runtime::GpuSpec::parse(gpu);

@@ -29,6 +29,7 @@ std::string_view to_string(MessageType t) noexcept {
     case MessageType::steal_reply: return "steal_reply";
     case MessageType::release_items: return "release_items";
     case MessageType::bye: return "bye";
+    case MessageType::holder_lost: return "holder_lost";
   }
   return "unknown";
 }

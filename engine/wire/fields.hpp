@@ -165,6 +165,7 @@ void fields(Io& io, TaskFailed& b) {
   io.num(b.task_id, "task_failed id");
   io.num(b.retryable, "task_failed retryable");
   io.str(b.message, &Limits::max_string_bytes, "task_failed message");
+  io.list(b.unreachable, &Limits::max_list_entries, "task_failed unreachable", "holder");
 }
 
 template <class Io>
@@ -235,6 +236,13 @@ void fields(Io& io, ReleaseItems& b) {
 template <class Io>
 void fields(Io& io, Bye& b) {
   io.str(b.reason, &Limits::max_string_bytes, "bye reason");
+}
+
+template <class Io>
+void fields(Io& io, HolderLost& b) {
+  io.num(b.worker_id, "holder_lost worker");
+  io.str(b.data_endpoint, &Limits::max_string_bytes, "holder_lost endpoint");
+  io.str(b.reason, &Limits::max_string_bytes, "holder_lost reason");
 }
 
 }  // namespace flowd::wire::detail

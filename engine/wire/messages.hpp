@@ -24,7 +24,7 @@
 namespace flowd::wire {
 
 inline constexpr std::uint32_t wire_magic = 0x44574C46;  // "FLWD" as it appears on the wire
-inline constexpr std::uint16_t wire_version = 1;
+inline constexpr std::uint16_t wire_version = 2;
 inline constexpr std::size_t header_prefix_bytes = 32;
 
 // Numbers are part of the format: never reuse or renumber; a new type
@@ -47,8 +47,9 @@ enum class MessageType : std::uint8_t {
   steal_reply = 15,      // busy worker -> coordinator: these task ids were not started; reassign them
   release_items = 16,    // coordinator -> holder: every consumer has these; free them
   bye = 17,              // both ways: orderly leave / shutdown
+  holder_lost = 18,      // coordinator -> workers: this node is gone; stop pulling from it (version 2)
 };
-inline constexpr int message_type_count = 17;
+inline constexpr int message_type_count = 18;
 
 std::string_view to_string(MessageType t) noexcept;
 
@@ -159,6 +160,10 @@ struct TaskFailed {
   std::uint64_t task_id = 0;
   bool retryable = false;
   std::string message{};
+  // Holders an input could not be pulled from (version 2): the coordinator
+  // waits for them within the heartbeat bound or recomputes their items,
+  // and does not count the failure against the task.
+  std::vector<std::uint32_t> unreachable{};
   friend bool operator==(const TaskFailed&, const TaskFailed&) = default;
 };
 struct FetchItem {
@@ -251,10 +256,17 @@ struct Bye {
   std::string reason{};
   friend bool operator==(const Bye&, const Bye&) = default;
 };
+struct HolderLost {
+  std::uint32_t worker_id = 0;
+  std::string data_endpoint{};  // where it served its items
+  std::string reason{};
+  friend bool operator==(const HolderLost&, const HolderLost&) = default;
+};
 
 // Alternative i is MessageType i + 1.
 using Body = std::variant<Hello, Welcome, Heartbeat, RequestWork, AssignTask, TaskDone, TaskFailed, FetchItem, ItemData,
-                          ItemChunk, Ack, Nack, DirectoryUpdate, StealRequest, StealReply, ReleaseItems, Bye>;
+                          ItemChunk, Ack, Nack, DirectoryUpdate, StealRequest, StealReply, ReleaseItems, Bye,
+                          HolderLost>;
 static_assert(std::variant_size_v<Body> == message_type_count);
 
 inline MessageType type_of(const Body& b) noexcept { return static_cast<MessageType>(b.index() + 1); }

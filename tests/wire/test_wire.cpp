@@ -140,7 +140,7 @@ TEST(WireMessages, EveryControlMessageRoundTrips) {
   EXPECT_EQ(round_trip(at), at);
   TaskDone td{99, 0.25, {TaskOutput{ref, 1, full_meta()}, TaskOutput{ref, 0, ItemMeta{}}}};
   EXPECT_EQ(round_trip(td), td);
-  EXPECT_EQ(round_trip(TaskFailed{99, true, "out of GPU memory"}), (TaskFailed{99, true, "out of GPU memory"}));
+  EXPECT_EQ(round_trip(TaskFailed{99, true, "out of GPU memory", {}}), (TaskFailed{99, true, "out of GPU memory", {}}));
   // Field by field: GCC 12 misreports the nested aggregate as uninitialised.
   FetchItem fi;
   fi.transfer_id = 12;
@@ -158,6 +158,8 @@ TEST(WireMessages, EveryControlMessageRoundTrips) {
   EXPECT_EQ(round_trip(StealReply{{1, 2, 3}}), (StealReply{{1, 2, 3}}));
   EXPECT_EQ(round_trip(ReleaseItems{{{"a", 1, 2}, {"b", 3, 4}}}), (ReleaseItems{{{"a", 1, 2}, {"b", 3, 4}}}));
   EXPECT_EQ(round_trip(Bye{"run finished"}), (Bye{"run finished"}));
+  EXPECT_EQ(round_trip(TaskFailed{7, true, "no answer", {2, 5}}), (TaskFailed{7, true, "no answer", {2, 5}}));
+  EXPECT_EQ(round_trip(HolderLost{3, "tcp://10.0.0.3:5601", "lost"}), (HolderLost{3, "tcp://10.0.0.3:5601", "lost"}));
   EXPECT_EQ(round_trip(StealReply{}), StealReply{});
 }
 
@@ -479,12 +481,12 @@ TEST(WireReject, HeaderPrefixProblems) {
   EXPECT_EQ(code_of(f), RejectCode::bad_magic);
 
   f = good;
-  f.owned[0][4] = std::byte{2};  // version 2
+  f.owned[0][4] = std::byte{3};  // version 3, which this build does not speak
   reseal(f.owned[0]);
   auto r = decode_item(f.views());
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code, RejectCode::version_mismatch);
-  EXPECT_NE(r.error().describe().find("version 2"), std::string::npos) << r.error().describe();
+  EXPECT_NE(r.error().describe().find("version 3"), std::string::npos) << r.error().describe();
 
   f = good;
   f.owned[0].resize(20);
@@ -742,7 +744,7 @@ TEST(WireReject, BadBodies) {
   reseal(f.owned[0]);
   EXPECT_EQ(decode(f.views()).error().code, RejectCode::malformed);
 
-  f = copy(*encode(1, Body(TaskFailed{1, true, "x"})));
+  f = copy(*encode(1, Body(TaskFailed{1, true, "x", {}})));
   f.owned[0][header_prefix_bytes + 8] = std::byte{2};  // boolean 2
   reseal(f.owned[0]);
   EXPECT_EQ(decode(f.views()).error().code, RejectCode::malformed);

@@ -1,4 +1,4 @@
-// Wire version 1 pinned down: the bytes of every message kind, encoded from
+// Wire version 2 pinned down: the bytes of every message kind, encoded from
 // fixed values, and the decoder's verdict (code and reason, or a hash of
 // what it decoded) on every truncation and several one-byte mutations of
 // each body. The codec's code may be reorganised freely; what it puts on
@@ -6,8 +6,9 @@
 // version, and round trips alone cannot show that (an encoder and a decoder
 // can change in step).
 //
-// golden_v1.txt was written by the codec before its field lists were
-// unified; it is only ever regenerated for a new wire version:
+// golden_v2.txt is only ever regenerated for a new wire version (version 2
+// added task_failed's unreachable holders and holder_lost; the frames of
+// every other message but the version field are version 1's):
 //   FLOWD_WIRE_GOLDEN_UPDATE=1 bin/test_wire --gtest_filter='WireGolden.*'
 // On a mismatch the verdicts are written under test-tmp/wire-golden/, to be
 // diffed against the same files from a build of the last good commit.
@@ -39,7 +40,7 @@ using flowd::wire::testing::reseal;
 
 namespace fs = std::filesystem;
 
-const fs::path golden_file = fs::path(FLOWD_SOURCE_DIR) / "tests" / "wire" / "golden_v1.txt";
+const fs::path golden_file = fs::path(FLOWD_SOURCE_DIR) / "tests" / "wire" / "golden_v2.txt";
 
 struct Case {
   std::string name;
@@ -96,8 +97,9 @@ std::vector<Case> cases() {
       "task_done",
       TaskDone{99, 0.25, {TaskOutput{ref, 1, full}, TaskOutput{other, 0, ItemMeta{}}, TaskOutput{ref, 7, core_only}}});
   control("task_done-bbox", TaskDone{1, -0.0, {TaskOutput{ref, 2, bbox_only}}});
-  control("task_failed", TaskFailed{99, true, "out of GPU memory"});
-  control("task_failed-final", TaskFailed{100, false, ""});
+  control("task_failed", TaskFailed{99, true, "out of GPU memory", {}});
+  control("task_failed-final", TaskFailed{100, false, "", {}});
+  control("task_failed-unreachable", TaskFailed{101, true, "no answer", {2, 7}});
   FetchItem fi;  // field by field: GCC 12 misreports the nested aggregate as uninitialised
   fi.transfer_id = 12;
   fi.id = ref.id;
@@ -115,6 +117,7 @@ std::vector<Case> cases() {
   control("steal_reply-empty", StealReply{});
   control("release_items", ReleaseItems{{{"a", 1, 2}, {"b", 3, 4}}});
   control("bye", Bye{"run finished"});
+  control("holder_lost", HolderLost{3, "tcp://10.0.0.3:5601", "lost (no message for 4 heartbeat periods)"});
 
   Array a = Array::zeros(DType::u16, {3, 4});
   for (int i = 0; i < 12; ++i)
@@ -206,11 +209,11 @@ std::vector<std::string> golden_lines() {
   return lines;
 }
 
-TEST(WireGolden, BytesAndVerdictsMatchVersion1) {
+TEST(WireGolden, BytesAndVerdictsMatchVersion2) {
   const auto actual = golden_lines();
   if (std::getenv("FLOWD_WIRE_GOLDEN_UPDATE")) {
     std::ofstream out(golden_file);
-    out << "# Wire version 1: header/payload frames as hex, and a hash of the decoder's verdicts on\n"
+    out << "# Wire version 2: header/payload frames as hex, and a hash of the decoder's verdicts on\n"
            "# mutations of each body. Written by tests/wire/test_wire_golden.cpp; never edit by hand.\n";
     for (const auto& l : actual)
       out << l << "\n";

@@ -68,7 +68,7 @@ int main(int argc, char** argv) {
       RequestWork{4, 0},
       AssignTask{7, "segment", {ref}, {{"variant", "cpu"}}},
       TaskDone{7, 0.5, {TaskOutput{ref, 0, ItemMeta{"tile/1", 0, 0, {}, {}, Json::object()}}}},
-      TaskFailed{7, true, "boom"},
+      TaskFailed{7, true, "boom", {}},
       FetchItem{5, ref.id, {1, 2}},
       Ack{3, 5, 1},
       Nack{3, 5, 1, RejectCode::bad_checksum, "chunk 1"},
@@ -77,6 +77,7 @@ int main(int argc, char** argv) {
       StealReply{{7, 8}},
       ReleaseItems{{ref.id}},
       Bye{"done"},
+      HolderLost{2, "tcp://127.0.0.1:5601", "lost"},
   };
   for (const auto& b : control) write(dir, std::string(to_string(type_of(b))), {must(encode(1, b))});
 

@@ -86,7 +86,7 @@ struct MembershipClient::Impl {
 
   void run(MembershipClient& self) {
     const auto period = self.period_;
-    const auto loss_after = period * options.missed_heartbeats;
+    const auto loss_after = period * self.missed_heartbeats_;
     auto last_seen = Clock::now();
     auto next_beat = Clock::now();
     while (!self.stop_) {
@@ -120,7 +120,7 @@ struct MembershipClient::Impl {
             reject("ignored " + std::string(wire::to_string(m->header.type)) + " on the membership connection");
         }
         if (Clock::now() - last_seen > loss_after) {
-          const std::string why = "no message for " + std::to_string(options.missed_heartbeats) +
+          const std::string why = "no message for " + std::to_string(self.missed_heartbeats_) +
                                   " heartbeat periods of " + std::to_string(period.count()) + " ms";
           options.log(LogLevel::warning, "membership: lost the coordinator at " + options.endpoint + ": " + why);
           end(self, CoordinatorEventKind::lost, why);
@@ -147,6 +147,14 @@ MembershipClient::MembershipClient(ClientOptions options) : impl_(std::make_uniq
   worker_id_ = w.worker_id;
   period_ = std::chrono::milliseconds(w.heartbeat_ms);
   config_ = w.config;
+  // The coordinator's bound, when it sends one: both sides then give up on
+  // the other after the same silence (a worker told to ride out a 10 s
+  // outage by the coordinator's --missed-heartbeats must not leave at 1.5 s).
+  missed_heartbeats_ = impl_->options.missed_heartbeats;
+  if (const auto it = config_.find("missed_heartbeats");
+      config_.is_object() && it != config_.end() && it->is_number_unsigned() && it->get<std::uint64_t>() >= 1 &&
+      it->get<std::uint64_t>() <= 1'000'000)
+    missed_heartbeats_ = it->get<std::uint32_t>();
   impl_->options.log(LogLevel::info, "membership: joined the coordinator at " + impl_->options.endpoint +
                                          " as worker " + std::to_string(worker_id_));
   // The socket is used only by the thread from now on; thread creation

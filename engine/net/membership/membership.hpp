@@ -179,6 +179,9 @@ public:
 
   std::uint32_t worker_id() const noexcept { return worker_id_; }
   std::chrono::milliseconds heartbeat_period() const noexcept { return period_; }
+  // Silent periods after which the coordinator counts as lost: the
+  // welcome's "missed_heartbeats", else ClientOptions::missed_heartbeats.
+  std::uint32_t missed_heartbeats() const noexcept { return missed_heartbeats_; }
   const Json& config() const noexcept { return config_; }
   // False once the coordinator left or was lost; the session is over then
   // (a new MembershipClient joins again).
@@ -195,6 +198,7 @@ private:
   std::unique_ptr<Impl> impl_;
   std::uint32_t worker_id_ = 0;
   std::chrono::milliseconds period_{0};
+  std::uint32_t missed_heartbeats_ = 3;
   Json config_ = Json::object();
   EventQueue<CoordinatorEvent> events_;
   std::atomic<bool> connected_{true};

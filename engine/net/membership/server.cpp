@@ -36,6 +36,9 @@ struct MembershipServer::Impl {
   // closes the socket.
   std::unique_ptr<security::HandshakeMonitor> monitor;
   std::map<std::string, Member> members;  // by routing id
+  // Members declared lost, by routing id: their late heartbeats (sent
+  // before they gave up, delivered when a link came back) are named.
+  std::map<std::string, WorkerInfo> lost;
   mutable std::mutex members_m;           // members is read by workers()
   std::uint32_t next_id = 1;
   std::uint64_t seq = 0;
@@ -46,6 +49,9 @@ struct MembershipServer::Impl {
     if (!options.log) options.log = [](LogLevel, std::string_view) {};
     if (options.heartbeat_period.count() <= 0) throw Error("MembershipServer: heartbeat_period must be positive");
     if (options.missed_heartbeats == 0) throw Error("MembershipServer: missed_heartbeats must be at least 1");
+    // Workers declare the coordinator lost after as many silent periods as
+    // it allows them (the period travels in the welcome itself).
+    if (options.config.is_object()) options.config["missed_heartbeats"] = options.missed_heartbeats;
     if (options.curve) zap = std::make_unique<security::ZapHandler>(ctx, options.curve->authorised, options.log);
     socket = zmq::socket_t(ctx, zmq::socket_type::router);
     socket.set(zmq::sockopt::linger, 0);
@@ -81,6 +87,7 @@ struct MembershipServer::Impl {
     options.log(kind == MemberEventKind::lost ? LogLevel::warning : LogLevel::info,
                 "membership: worker " + std::to_string(e.worker.id) + " (" + e.worker.name + ") " +
                     std::string(to_string(kind)) + ": " + e.reason);
+    if (kind == MemberEventKind::lost) lost[it->first] = it->second.info;
     {
       std::lock_guard lock(members_m);
       members.erase(it);
@@ -167,7 +174,11 @@ struct MembershipServer::Impl {
       if (it == members.end()) {
         // Declared lost (or never joined): tell it, so it does not go on
         // believing it is a member.
-        reject("heartbeat from " + peer_name(frames) + ", which is not a member");
+        if (const auto was = lost.find(peer); was != lost.end())
+          options.log(LogLevel::debug, "membership: a late heartbeat from worker " + std::to_string(was->second.id) +
+                                           " (" + was->second.name + "), declared lost; told it bye");
+        else
+          reject("heartbeat from " + peer_name(frames) + ", which is not a member");
         send(peer, wire::Bye{"not a member (declared lost, or never said hello)"});
         return;
       }

@@ -305,6 +305,7 @@ CoordinatorStats Coordinator::stats() const {
   CoordinatorStats s = core.st;
   s.workers = static_cast<std::size_t>(
       std::count_if(core.workers.begin(), core.workers.end(), [](const auto& w) { return w.second.live; }));
+  s.workers_lost = core.workers.size() - s.workers;
   return s;
 }
 

@@ -82,6 +82,7 @@ struct CoordinatorStats {
   std::uint64_t bytes_fetched = 0;
   std::uint64_t rejected = 0;  // malformed or unexpected task-channel messages
   std::size_t workers = 0;     // live, registered
+  std::size_t workers_lost = 0;  // registered, then lost or left before the end
 };
 
 // wait_for_workers was interrupted: the run never started.

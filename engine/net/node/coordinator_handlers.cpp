@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <optional>
 
+#include "net/cluster/item_bind.hpp"
 #include "net/node/coordinator_state.hpp"
+#include "net/security/policy.hpp"
 
 namespace flowd::net::node {
 
@@ -82,6 +84,34 @@ void Coordinator::Loop::on_message(std::vector<zmq::message_t>& frames, Turn& t)
       m->body);
 }
 
+namespace {
+
+// Why peers could not pull from a worker that joined from `peer_address`
+// and serves its items at `data_endpoint`: a loopback endpoint of a worker
+// on another host (a worker started with --bind tcp://127.0.0.1:*).
+std::optional<std::string> unreachable_from_elsewhere(const std::string& data_endpoint,
+                                                      const std::string& peer_address) {
+  bool local_endpoint = false;
+  try {
+    local_endpoint = security::is_local_endpoint(data_endpoint);
+  } catch (const std::exception& e) {
+    return "its item endpoint '" + data_endpoint + "' does not parse: " + e.what();
+  }
+  if (!local_endpoint || peer_address.empty()) return std::nullopt;
+  std::vector<cluster::Interface> own;
+  try {
+    own = cluster::ipv4_interfaces();
+  } catch (const std::exception&) {
+    return std::nullopt;  // cannot tell: let it join, as before
+  }
+  if (cluster::on_this_machine(peer_address, own)) return std::nullopt;
+  return "it joined from " + peer_address + ", another host, but serves its items at " + data_endpoint +
+         ", which only its own host can reach; start it without --bind (it then binds the address it reaches "
+         "the coordinator from) or with --bind tcp://ADDRESS:* on an address the other nodes reach";
+}
+
+}  // namespace
+
 void Coordinator::Loop::on_hello(const std::string& peer, const wire::Hello& h, std::vector<zmq::message_t>& frames,
                                  Turn& t) {
   Registration r;
@@ -121,6 +151,12 @@ void Coordinator::Loop::on_hello(const std::string& peer, const wire::Hello& h, 
       return;
     }
   }
+  const std::string data_endpoint = h.data_endpoint.empty() ? member->data_endpoint : h.data_endpoint;
+  if (const auto why = unreachable_from_elsewhere(data_endpoint, member->peer_address)) {
+    reject_locked("rejected registration of worker " + std::to_string(r.worker_id) + " (" + member->name + "): " + *why);
+    t.out.emplace_back(peer, wire::Bye{*why});
+    return;
+  }
   auto [it, fresh] = core.workers.try_emplace(r.worker_id);
   auto& w = it->second;
   if (!fresh) core.by_routing.erase(w.routing);  // reconnected: new routing id
@@ -130,7 +166,7 @@ void Coordinator::Loop::on_hello(const std::string& peer, const wire::Hello& h, 
   // A worker binds its item server after the welcome (under CURVE it needs
   // the peer keys the welcome brings), so the task-channel hello carries
   // the address.
-  w.data_endpoint = h.data_endpoint.empty() ? member->data_endpoint : h.data_endpoint;
+  w.data_endpoint = data_endpoint;
   w.public_key = r.server_public_key;
   w.slots = h.cpu_slots + h.gpu_slots;
   w.live = true;
@@ -189,6 +225,11 @@ void Coordinator::Loop::on_done(WorkerState& w, const wire::TaskDone& d, Turn& t
                     w.label(), t);
       return;
     }
+  // Its inputs were pulled: their holders serve.
+  for (const auto& in : job->inputs)
+    if (in && in->remote)
+      if (const auto ci = std::dynamic_pointer_cast<const ClusterItem>(in->remote))
+        if (const auto h = ci->location().holder; h != w.view.id) core.pulled_from(h);
   ++w.tasks_run;
   w.busy_seconds += std::max(0.0, d.seconds);
   core.stage_seconds[job->stage].add(std::max(0.0, d.seconds));
@@ -241,6 +282,21 @@ void Coordinator::Loop::on_failed(WorkerState& w, const wire::TaskFailed& f, Tur
     return;
   }
   const JobPtr job = it->second;
+  // A holder that did not answer: not the task's fault. It is run again; by
+  // then the holder answers, or it is gone and the inputs it held are made
+  // again elsewhere (Core::pull_failed bounds the wait). Anything else (the
+  // coordinator's own item server, say) counts as a failed attempt.
+  bool holder_to_blame = false;
+  if (f.retryable)
+    for (const auto h : f.unreachable)
+      holder_to_blame = core.gone.contains(h) || core.pull_failed(h) || holder_to_blame;
+  if (holder_to_blame) {
+    core.cut_off_unreachable(t);
+    core.log(LogLevel::info, "task '" + job->key + "' of stage '" + core.stages[job->stage].name + "' on " + w.label() +
+                                 " could not pull an input and is run again: " + f.message);
+    core.requeue(job, f.message, t, false);
+    return;
+  }
   if (f.retryable) {
     core.log(LogLevel::info, "task '" + job->key + "' of stage '" + core.stages[job->stage].name + "' on " + w.label() +
                                  " failed and is run again: " + f.message);

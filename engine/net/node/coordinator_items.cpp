@@ -51,6 +51,14 @@ std::unique_ptr<transport::ItemClient> Coordinator::Core::acquire_client() {
   transport::ClientOptions o;
   if (options.curve) o.curve = security::ClientCredentials{options.curve->server.public_key, options.curve->server};
   o.log = options.log;
+  // A holder declared gone while we wait for it: stop at once.
+  o.abandon = [this](const std::string& endpoint) -> std::optional<std::string> {
+    if (closed) return "the coordinator has finished";
+    std::lock_guard lock(m);
+    for (const auto& [id, w] : workers)
+      if (!w.live && w.data_endpoint == endpoint) return w.label() + " is gone";
+    return std::nullopt;
+  };
   return std::make_unique<transport::ItemClient>(std::move(o));
 }
 
@@ -59,12 +67,30 @@ void Coordinator::Core::return_client(std::unique_ptr<transport::ItemClient> c) 
   pool.push_back(std::move(c));
 }
 
+std::shared_future<Item> Coordinator::Core::fetch_ahead(const ClusterItem& item) {
+  std::lock_guard lock(ahead_m);
+  if (!puller || closed) return {};
+  auto done = std::make_shared<std::promise<Item>>();
+  std::shared_future<Item> value = done->get_future().share();
+  puller->post([this, done, weak = item.weak_from_this()] {
+    const auto it = weak.lock();
+    try {
+      if (!it) throw Error("the item was dropped before it was pulled");
+      done->set_value(fetch(*it));
+    } catch (...) {
+      done->set_exception(std::current_exception());
+    }
+  });
+  return value;
+}
+
 Item Coordinator::Core::fetch(const ClusterItem& item) {
   const std::string& key = item.lineage().key;
-  // A holder that vanished without membership noticing yet: give the
-  // heartbeats time to declare it before calling the fetch a failure.
-  const auto loss_window = options.heartbeat_period * (options.missed_heartbeats + 2);
-  for (int round = 0;; ++round) {
+  // A holder that does not answer is waited for while it stays a member
+  // (a link down for less than the loss bound), and cut off past that
+  // bound (pull_failed): the item is then made again from its lineage.
+  int recomputes = 0;
+  for (;;) {
     ItemLocation where;
     transport::Peer peer;
     {
@@ -74,6 +100,9 @@ Item Coordinator::Core::fetch(const ClusterItem& item) {
         where = item.location();
         if (!where.failed.empty()) throw Error("item '" + key + "' is lost: " + where.failed);
         if (!gone.contains(where.holder)) break;
+        if (recomputes++ > static_cast<int>(options.max_attempts))
+          throw Error("fetching item '" + key + "': made again " + std::to_string(recomputes - 1) +
+                      " times, and its holder was lost each time");
         if (drained)
           throw Error("fetching item '" + key + "': its holder " + where.holder_name +
                       " is gone and the run is over, so it cannot be recomputed");
@@ -90,16 +119,23 @@ Item Coordinator::Core::fetch(const ClusterItem& item) {
       Item value = client->fetch(peer, where.id, options.fetch_timeout);
       return_client(std::move(client));
       std::lock_guard lock(m);
+      pulled_from(where.holder);
       ++st.fetched_by_coordinator;
       st.bytes_fetched += where.bytes;
       return value;
     } catch (const transport::FetchError& e) {
       return_client(std::move(client));
       std::unique_lock lock(m);
-      cv.wait_for(lock, loss_window, [&] { return gone.contains(where.holder) || closed.load(); });
-      if (gone.contains(where.holder) && !closed && round < static_cast<int>(options.max_attempts)) continue;
-      throw Error("fetching item '" + key + "' (" + wire::describe(where.id) + ") from " + where.holder_name + ": " +
-                  e.what());
+      const bool no_answer = e.kind() == transport::FetchError::Kind::timed_out ||
+                             e.kind() == transport::FetchError::Kind::abandoned;
+      if (closed || !no_answer || !pull_failed(where.holder)) {
+        if (gone.contains(where.holder) && !closed) continue;  // made again on the next round
+        throw Error("fetching item '" + key + "' (" + wire::describe(where.id) + ") from " + where.holder_name + ": " +
+                    e.what());
+      }
+      // A member that does not answer: wait a heartbeat period (it may be
+      // declared lost or cut off meanwhile), then ask again.
+      cv.wait_for(lock, options.heartbeat_period, [&] { return gone.contains(where.holder) || closed.load(); });
     }
   }
 }

@@ -78,9 +78,9 @@ void Coordinator::Core::fail_job(JobPtr job, const std::string& message, const s
   });
 }
 
-void Coordinator::Core::requeue(JobPtr job, std::string why, Turn& t) {
+void Coordinator::Core::requeue(JobPtr job, std::string why, Turn& t, bool counts) {
   const std::string node = holder_label(job->worker);
-  if (job->attempt + 1 >= options.max_attempts) {
+  if (counts && job->attempt + 1 >= options.max_attempts) {
     fail_job(job,
              "task '" + job->key + "' of stage '" + stages[job->stage].name + "' failed " +
                  std::to_string(job->attempt + 1) + " times; last on " + node + ": " + why,
@@ -90,7 +90,7 @@ void Coordinator::Core::requeue(JobPtr job, std::string why, Turn& t) {
   if (const auto it = assigned.find(job->wire_id); it != assigned.end() && it->second == job) assigned.erase(it);
   if (const auto w = workers.find(job->worker); w != workers.end()) w->second.tasks.erase(job->wire_id);
   unpublish(*job, t.calls);
-  ++job->attempt;
+  if (counts) ++job->attempt;
   job->worker = 0;
   job->wire_id = 0;
   ready[job->order] = job;
@@ -116,6 +116,44 @@ std::set<std::uint64_t> Coordinator::Core::suspects(const WorkerState& w, const 
   return out;
 }
 
+bool Coordinator::Core::pull_failed(std::uint32_t holder) {
+  const auto it = workers.find(holder);
+  if (it == workers.end() || !it->second.live || gone.contains(holder)) return false;
+  auto& w = it->second;
+  const auto now = Clock::now();
+  if (!w.unreachable_since) {
+    w.unreachable_since = now;
+    log(LogLevel::warning, "pulls from " + w.label() + " at " + w.data_endpoint +
+                               " get no answer; it stays a member while it heartbeats, and is cut off if nothing can "
+                               "be pulled from it for " + std::to_string(loss_bound().count()) + " ms");
+    return true;
+  }
+  if (now - *w.unreachable_since >= loss_bound() &&
+      std::none_of(cut_off.begin(), cut_off.end(), [&](const auto& c) { return c.first == holder; })) {
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now - *w.unreachable_since).count();
+    cut_off.emplace_back(holder, "its items could not be pulled for " + std::to_string(ms) + " ms");
+    wake();
+  }
+  return true;
+}
+
+void Coordinator::Core::pulled_from(std::uint32_t holder) {
+  if (const auto it = workers.find(holder); it != workers.end() && it->second.unreachable_since) {
+    it->second.unreachable_since.reset();
+    log(LogLevel::info, "pulls from " + it->second.label() + " succeed again");
+  }
+}
+
+void Coordinator::Core::cut_off_unreachable(Turn& t) {
+  for (auto& [id, why] : std::exchange(cut_off, {})) {
+    const auto it = workers.find(id);
+    if (it == workers.end() || !it->second.live) continue;
+    // It still heartbeats: the bye tells it to leave rather than wait.
+    t.out.emplace_back(it->second.routing, wire::Bye{"cut off: " + why});
+    worker_gone(id, {"cut off: " + why}, t);
+  }
+}
+
 void Coordinator::Core::worker_gone(std::uint32_t id, const WorkerLoss& loss, Turn& t) {
   if (!gone.insert(id).second) return;
   const auto it = workers.find(id);
@@ -125,6 +163,11 @@ void Coordinator::Core::worker_gone(std::uint32_t id, const WorkerLoss& loss, Tu
   }
   auto& w = it->second;
   w.live = false;
+  // Pulls from it stop at once, everywhere: a task waiting on one fails
+  // now, and is run again once its inputs are made again.
+  for (const auto& [other_id, other] : workers)
+    if (other.live && other_id != id)
+      t.out.emplace_back(other.routing, wire::HolderLost{id, w.data_endpoint, loss.reason});
   by_routing.erase(w.routing);
   const std::string how = w.label() + " " + loss.reason;
   const auto blamed = suspects(w, loss);

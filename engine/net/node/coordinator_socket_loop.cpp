@@ -21,6 +21,12 @@ constexpr std::size_t release_batch = 4096;
 }  // namespace
 
 Coordinator::Loop::~Loop() {
+  {
+    // No pull ahead starts from now; those queued run (and fail at once if
+    // the coordinator has finished) when `puller` is destroyed.
+    std::lock_guard lock(core.ahead_m);
+    core.puller = nullptr;
+  }
   stop = true;
   core.wake();
   if (thread.joinable()) thread.join();
@@ -118,6 +124,7 @@ void Coordinator::Loop::run() {
       flush_releases(t);
       {
         std::lock_guard lock(core.m);
+        core.cut_off_unreachable(t);
         schedule(t);
       }
       finish_turn(t);
@@ -133,7 +140,7 @@ void Coordinator::Loop::run() {
   {
     std::lock_guard lock(core.m);
     for (const auto& [id, w] : core.workers)
-      if (w.live) outbox.emplace_back(w.routing, wire::Bye{"the run is over"});
+      if (w.live) outbox.emplace_back(w.routing, wire::Bye{std::string(bye_run_over)});
   }
   try {
     send_all();

@@ -103,6 +103,9 @@ struct WorkerState {
   std::uint64_t tasks_run = 0;
   double busy_seconds = 0;
   std::uint32_t slots = 0;  // tasks it runs at once (task-channel hello)
+  // Since when pulls from it have failed with nothing pulled from it since
+  // (Core::pull_failed); unset while it serves.
+  std::optional<Clock::time_point> unreachable_since{};
   std::string label() const { return worker_label(view.id, view.name); }
 };
 
@@ -145,12 +148,20 @@ struct Coordinator::Core final : ItemHost, std::enable_shared_from_this<Core> {
   // Worker processes that ended, as their parent saw it (by worker name),
   // for the socket thread to act on.
   std::vector<std::pair<std::string, WorkerLoss>> ended;
+  // Members whose items could not be pulled for longer than the loss bound,
+  // for the socket thread to cut off (say bye, then as lost), with why.
+  std::vector<std::pair<std::uint32_t, std::string>> cut_off;
 
   std::mutex release_m;  // leaf lock: taken while items die
   std::map<std::uint32_t, std::vector<wire::ItemId>> releases;
 
   std::mutex pool_m;
   std::vector<std::unique_ptr<transport::ItemClient>> pool;
+
+  // The Loop's thread for pulls ahead; null before it starts and once it
+  // ends. Leaf lock.
+  std::mutex ahead_m;
+  JobThread* puller = nullptr;
 
   int wake_fd = -1;  // the socket thread polls it next to its socket
 
@@ -160,11 +171,15 @@ struct Coordinator::Core final : ItemHost, std::enable_shared_from_this<Core> {
   Core& operator=(const Core&) = delete;
 
   void log(LogLevel l, const std::string& s) const { options.log(l, s); }
+  // Silence after which membership declares a node lost.
+  std::chrono::milliseconds loss_bound() const { return options.heartbeat_period * options.missed_heartbeats; }
   void wake() noexcept;
 
   // ---- the ItemHost (coordinator_items.cpp) ----
   void release(std::uint32_t holder, const wire::ItemId& id) noexcept override;
   Item fetch(const ClusterItem& item) override;
+  // On `puller` (the Loop's), while there is one.
+  std::shared_future<Item> fetch_ahead(const ClusterItem& item) override;
   std::unique_ptr<transport::ItemClient> acquire_client();
   void return_client(std::unique_ptr<transport::ItemClient> c);
 
@@ -178,8 +193,19 @@ struct Coordinator::Core final : ItemHost, std::enable_shared_from_this<Core> {
   void forget(JobPtr job, Turn& t);
   // node_lost: the job's pinned node is gone (RemoteResult::node_lost).
   void fail_job(JobPtr job, const std::string& message, const std::string& node, Turn& t, bool node_lost = false);
-  // Back to ready for another node (attempt + 1), or failed after too many.
-  void requeue(JobPtr job, std::string why, Turn& t);
+  // Back to ready for another node (attempt + 1, unless `counts` is false:
+  // the task itself did not fail), or failed after too many.
+  void requeue(JobPtr job, std::string why, Turn& t, bool counts = true);
+  // A pull from member `holder` failed (no answer). Within the loss bound
+  // (heartbeat period × missed heartbeats) since the first such failure
+  // the holder may come back; past it, it is queued in cut_off. False when
+  // the holder is gone already or unknown.
+  bool pull_failed(std::uint32_t holder);
+  // Something was pulled from `holder`: it serves again.
+  void pulled_from(std::uint32_t holder);
+  // Cuts off the members queued in cut_off: bye, then lost (their items are
+  // made again where needed).
+  void cut_off_unreachable(Turn& t);
   // Requeues the worker's tasks, failing those it may have died of that
   // have now been running on poison_losses dead workers.
   void worker_gone(std::uint32_t id, const WorkerLoss& loss, Turn& t);
@@ -196,6 +222,10 @@ struct Coordinator::Loop {
   // done() callbacks and what jobs held: dropped or called here, never
   // under a lock of ours, so a callback may submit, fetch or drain.
   JobThread dispatcher;
+  // Pulls ahead for the coordinator's own sinks (Core::fetch_ahead): here,
+  // not in the Core, so a pull that drops the last reference to an item
+  // (and so to the Core) never destroys its own thread.
+  JobThread puller;
   std::unique_ptr<transport::ItemServer> item_server;
   zmq::context_t ctx{1};
   // After the context, before the socket (security/zap.hpp).
@@ -212,7 +242,10 @@ struct Coordinator::Loop {
   std::atomic<bool> stop{false};
   std::thread thread;
 
-  explicit Loop(Core& c) : core(c) {}
+  explicit Loop(Core& c) : core(c) {
+    std::lock_guard lock(core.ahead_m);
+    core.puller = &puller;
+  }
   ~Loop();
   Loop(const Loop&) = delete;
   Loop& operator=(const Loop&) = delete;

@@ -7,12 +7,17 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "flowd/item.hpp"
 #include "wire/messages.hpp"
 
 namespace flowd::net::node {
+
+// The task channel's bye at the normal end of a run. Any other reason
+// (refused, cut off, declared lost) ends a worker with exit 3.
+inline constexpr std::string_view bye_run_over = "the run is over";
 
 // What a worker needs to know of the run: Welcome::config.
 struct RunConfig {

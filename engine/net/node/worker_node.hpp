@@ -49,7 +49,9 @@ struct WorkerNodeOptions {
   // the same pair as its server key.
   std::optional<security::ClientCredentials> curve{};
   std::string name{};                           // default "host:pid"
-  std::string data_bind = "tcp://127.0.0.1:*";  // where the item server binds
+  // Where the item server binds; empty: cluster::default_item_bind (the
+  // address this host reaches the coordinator from, or loopback).
+  std::string data_bind{};
   // Host put in the data endpoint (--advertise); empty: as cluster::advertise_as
   // finds for a wildcard bind, else as bound.
   std::string advertise_host{};

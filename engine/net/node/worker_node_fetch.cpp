@@ -2,6 +2,7 @@
 // store or another holder's item server) and submits the task to the
 // TaskHost. A client is single-threaded, so each thread has its own.
 #include <chrono>
+#include <cstdio>
 
 #include "net/node/worker_node_impl.hpp"
 #include "runtime/allpairs_job.hpp"
@@ -71,6 +72,15 @@ Item WorkerNode::Impl::pull(transport::ItemClient& client, const wire::ItemRef& 
                                                                          (options.emulate_link_mb_s * 1e6))));
   ++items_fetched;
   bytes_fetched += bytes;
+  // Peer-to-peer traffic, visible with -v: which node fed which.
+  if (log.enabled(LogLevel::debug)) {
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    char took[32];
+    std::snprintf(took, sizeof took, "%.1f ms", ms);
+    log.debug(who() + ": pulled " + wire::describe(ref.id) + " (" + std::to_string(bytes) + " bytes) from " +
+              (ref.holder == 0 ? std::string("the coordinator") : "worker " + std::to_string(ref.holder)) + " at " +
+              peer.endpoint + " in " + took);
+  }
   return item;
 }
 
@@ -97,7 +107,7 @@ void WorkerNode::Impl::fetch_and_submit_scan(transport::ItemClient& client, Queu
       continue;
     }
     if (stopping) {
-      complete({task.task_id, false, true, what + ": " + who() + " is shutting down", 0, {}});
+      complete({task.task_id, false, true, what + ": " + who() + " is shutting down", 0, {}, {}});
       return;
     }
     try {
@@ -107,6 +117,7 @@ void WorkerNode::Impl::fetch_and_submit_scan(transport::ItemClient& client, Queu
                 what + ": cannot pull operand " + wire::describe(ref.id) + " from holder " + std::to_string(ref.holder) +
                     ": " + e.what(),
                 0,
+                {},
                 {}});
       return;
     }
@@ -223,7 +234,7 @@ bool WorkerNode::Impl::pull_inputs(transport::ItemClient& client, const QueuedTa
   const std::string what = "task " + std::to_string(task.task_id) + " of stage '" + task.stage + "'";
   for (std::size_t i = 0; i < task.inputs.size(); ++i) {
     if (stopping) {
-      complete({task.task_id, false, true, what + ": " + who() + " is shutting down", 0, {}});
+      complete({task.task_id, false, true, what + ": " + who() + " is shutting down", 0, {}, {}});
       return false;
     }
     const auto& ref = task.inputs[i];
@@ -232,14 +243,23 @@ bool WorkerNode::Impl::pull_inputs(transport::ItemClient& client, const QueuedTa
       inputs[port] = pull(client, ref, task.spec);
     } catch (const std::exception& e) {
       const auto it = task.spec.peers.find(ref.holder);
-      complete({task.task_id,
-                false,
-                true,
-                what + ": cannot pull input '" + stage.spec().inputs[port].name + "' (" + wire::describe(ref.id) +
-                    ") from holder " + std::to_string(ref.holder) +
-                    (it != task.spec.peers.end() ? " at " + it->second.endpoint : std::string()) + ": " + e.what(),
-                0,
-                {}});
+      Completion c{task.task_id,
+                   false,
+                   true,
+                   what + ": cannot pull input '" + stage.spec().inputs[port].name + "' (" + wire::describe(ref.id) +
+                       ") from holder " + std::to_string(ref.holder) +
+                       (it != task.spec.peers.end() ? " at " + it->second.endpoint : std::string()) + ": " + e.what(),
+                   0,
+                   {},
+                   {}};
+      // A holder that did not answer (or was declared gone meanwhile): the
+      // coordinator waits for it or has the item made again, rather than
+      // counting this against the task.
+      if (const auto* f = dynamic_cast<const transport::FetchError*>(&e);
+          f && (f->kind() == transport::FetchError::Kind::timed_out ||
+                f->kind() == transport::FetchError::Kind::abandoned))
+        c.unreachable.push_back(ref.holder);
+      complete(std::move(c));
       return false;
     }
   }
@@ -279,7 +299,7 @@ void WorkerNode::Impl::fetch_and_submit(transport::ItemClient& client, QueuedTas
     else
       host->submit(task.stage, task.spec.key, std::move(inputs), std::move(answer));
   } catch (const std::exception& e) {
-    complete({task.task_id, false, false, what + " on item '" + task.spec.key + "': " + e.what(), 0, {}});
+    complete({task.task_id, false, false, what + " on item '" + task.spec.key + "': " + e.what(), 0, {}, {}});
   }
 }
 

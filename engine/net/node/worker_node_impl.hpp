@@ -80,6 +80,7 @@ struct Completion {
   std::string message;  // when not ok
   double seconds = 0;
   std::vector<wire::TaskOutput> outputs;  // when ok: stored already
+  std::vector<std::uint32_t> unreachable;  // holders an input could not be pulled from
 };
 
 // A job's own item clients (a scan rank's, an all-pairs stretch's), so that
@@ -184,6 +185,11 @@ struct WorkerNode::Impl {
   zio::RateLimitedLog reject_log;
   bool ran = false;
 
+  // Holders the coordinator declared lost (holder_lost), by item endpoint:
+  // fetches from them give up at once (ClientOptions::abandon).
+  std::mutex lost_m;
+  std::map<std::string, std::string> lost_holders;
+
   transport::ClientOptions client_options;  // for clients made after joining (a scan job's lookups)
   std::unique_ptr<FetchPool> pool;  // last: its threads use everything above
 
@@ -200,7 +206,8 @@ struct WorkerNode::Impl {
 
   // ---- the socket thread (worker_node_serve.cpp) ----
   int serve();
-  enum class Handled { ok, bye };
+  // bye: the run is over; sent_away: any other bye (refused, cut off).
+  enum class Handled { ok, bye, sent_away };
   Handled handle(std::vector<zmq::message_t>& frames);
   void on_steal(const wire::StealRequest& s);
   void on_release(const wire::ReleaseItems& r);
@@ -210,7 +217,8 @@ struct WorkerNode::Impl {
   // Sends what the socket takes now; the rest waits for the next turn.
   void flush();
   void reject(const std::string& line);
-  void fail(std::uint64_t task_id, bool retryable, const std::string& message);
+  void fail(std::uint64_t task_id, bool retryable, const std::string& message,
+            std::vector<std::uint32_t> unreachable = {});
   void ask_for_work();
   // Interrupted: every task this node holds goes back to the coordinator
   // as a retryable failure, then bye.

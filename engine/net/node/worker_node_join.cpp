@@ -5,6 +5,7 @@
 #include <cctype>
 
 #include "net/cluster/advertise.hpp"
+#include "net/cluster/item_bind.hpp"
 #include "net/node/worker_node_impl.hpp"
 #include "store/hdf5_store.hpp"
 #include "workflow/validate.hpp"
@@ -107,7 +108,8 @@ void WorkerNode::Impl::join() {
   queue.emplace(slots, lookahead);
 
   transport::ServerOptions so;
-  so.endpoint = options.data_bind;
+  so.endpoint = options.data_bind.empty() ? cluster::default_item_bind(options.coordinator, options.curve.has_value())
+                                          : options.data_bind;
   so.log = netlog;
   if (options.curve) {
     security::AuthorisedKeys allowed;
@@ -159,13 +161,23 @@ void WorkerNode::Impl::join() {
   transport::ClientOptions co;
   co.curve = options.curve;
   co.log = netlog;
+  co.abandon = [this](const std::string& endpoint) -> std::optional<std::string> {
+    // A node that stops (its coordinator lost, or told to) waits for no pull.
+    if (stopping) return std::string("this node is stopping");
+    std::lock_guard lock(lost_m);
+    const auto it = lost_holders.find(endpoint);
+    if (it == lost_holders.end()) return std::nullopt;
+    return it->second;
+  };
   client_options = co;
   pool = std::make_unique<FetchPool>(
       slots, co, [this](transport::ItemClient& c, QueuedTask t) { fetch_and_submit(c, std::move(t)); });
 
   log.info("worker " + std::to_string(worker_id) + " (" + name + ") joined the coordinator at " + options.coordinator +
            ": " + std::to_string(graph.stages.size()) + " stage(s) open, " + std::to_string(slots) +
-           " slot(s), lookahead " + std::to_string(lookahead) + ", items served at " + data_endpoint);
+           " slot(s), lookahead " + std::to_string(lookahead) + ", items served at " + data_endpoint +
+           "; the coordinator counts as lost after " + std::to_string(membership->missed_heartbeats()) + " x " +
+           std::to_string(membership->heartbeat_period().count()) + " ms of silence");
 }
 
 }  // namespace flowd::net::node

@@ -45,7 +45,7 @@ int WorkerNode::Impl::serve() {
       zmq::pollitem_t items[] = {{socket.handle(), 0, ZMQ_POLLIN, 0}, {nullptr, wake.fd(), ZMQ_POLLIN, 0}};
       zmq::poll(items, 2, outbox.empty() ? max_poll : std::chrono::milliseconds(5));
       for (auto frames = zio::receive(socket); !frames.empty(); frames = zio::receive(socket))
-        if (handle(frames) == Handled::bye) return 0;
+        if (const auto h = handle(frames); h != Handled::ok) return h == Handled::bye ? 0 : 3;
       wake.clear();
     } catch (const zmq::error_t& e) {
       if (e.num() == EINTR) continue;
@@ -71,10 +71,21 @@ WorkerNode::Impl::Handled WorkerNode::Impl::handle(std::vector<zmq::message_t>& 
     on_steal(*s);
   else if (const auto* r = std::get_if<wire::ReleaseItems>(&m->body))
     on_release(*r);
+  else if (const auto* l = std::get_if<wire::HolderLost>(&m->body)) {
+    log.info(who() + ": worker " + std::to_string(l->worker_id) + " at " + l->data_endpoint + " is gone (" + l->reason +
+             "): pulls from it stop, and the coordinator has its items made again");
+    std::lock_guard lock(lost_m);
+    lost_holders[l->data_endpoint] = "worker " + std::to_string(l->worker_id) + " was declared gone: " + l->reason;
+  }
   else if (const auto* b = std::get_if<wire::Bye>(&m->body)) {
-    log.info(who() + ": the coordinator at " + options.coordinator + " said bye" +
-             (b->reason.empty() ? "" : ": " + b->reason));
-    return Handled::bye;
+    if (b->reason == bye_run_over) {
+      log.info(who() + ": the coordinator at " + options.coordinator + " said bye: " + b->reason);
+      return Handled::bye;
+    }
+    // Refused at registration, cut off, or no longer a member.
+    log.error(who() + ": the coordinator at " + options.coordinator + " sent it away: " +
+              (b->reason.empty() ? "no reason given" : b->reason));
+    return Handled::sent_away;
   } else
     reject("ignored an unexpected " + std::string(wire::to_string(m->header.type)) + " on the task channel");
   return Handled::ok;
@@ -122,10 +133,11 @@ void WorkerNode::Impl::reject(const std::string& line) {
   reject_log(netlog, who() + ": " + line);
 }
 
-void WorkerNode::Impl::fail(std::uint64_t task_id, bool retryable, const std::string& message) {
+void WorkerNode::Impl::fail(std::uint64_t task_id, bool retryable, const std::string& message,
+                            std::vector<std::uint32_t> unreachable) {
   ++tasks_failed;
   log.warn(who() + ": " + message + (retryable ? " (retryable)" : ""));
-  wire::TaskFailed f{task_id, retryable, message};
+  wire::TaskFailed f{task_id, retryable, message, std::move(unreachable)};
   if (!post(f)) {
     // Only an over-long message can break the limits: send it cut.
     f.message = message.substr(0, std::min<std::size_t>(message.size(), limits.max_string_bytes / 2)) + "...";

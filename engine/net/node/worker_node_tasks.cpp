@@ -92,7 +92,7 @@ void WorkerNode::Impl::drain_completions() {
 void WorkerNode::Impl::report(Completion c) {
   if (!queue->finish(c.task_id)) return;  // reported already (shutting down)
   if (!c.ok) {
-    fail(c.task_id, c.retryable, c.message);
+    fail(c.task_id, c.retryable, c.message, std::move(c.unreachable));
     return;
   }
   wire::TaskDone d{c.task_id, c.seconds, c.outputs};

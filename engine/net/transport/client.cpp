@@ -100,6 +100,11 @@ ItemClient::PeerSocket& ItemClient::socket_for(const Peer& peer) {
 
 void ItemClient::forget(const Peer& peer) { sockets_.erase(peer.endpoint + "|" + peer.server_public_key); }
 
+namespace {
+// How often a waiting fetch asks ClientOptions::abandon.
+constexpr std::chrono::milliseconds abandon_poll{100};
+}  // namespace
+
 Item ItemClient::fetch(const Peer& peer, const wire::ItemId& id, std::chrono::milliseconds timeout) {
   last_ = FetchStats{};
   const std::string what = describe(id) + " from " + peer.endpoint;
@@ -167,6 +172,8 @@ Item ItemClient::fetch(const Peer& peer, const wire::ItemId& id, std::chrono::mi
     // answer may queue behind other items for seconds, and asking again at
     // once only adds to the queue. A peer that is not connected gets no such
     // patience (ClientOptions::retry_interval).
+    if (options_.abandon)
+      if (auto why = options_.abandon(peer.endpoint)) throw fail(FetchError::Kind::abandoned, *why);
     peer_socket.update();
     const auto silence = options_.retry_interval * (peer_socket.connected ? 1 << std::min(last_.retries, 3) : 1);
     const auto wake = std::min(deadline, last_progress + silence);
@@ -176,7 +183,9 @@ Item ItemClient::fetch(const Peer& peer, const wire::ItemId& id, std::chrono::mi
       continue;
     }
     zmq::pollitem_t readable{socket.handle(), 0, ZMQ_POLLIN, 0};
-    zmq::poll(&readable, 1, std::chrono::duration_cast<std::chrono::milliseconds>(wake - now) + std::chrono::milliseconds(1));
+    auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(wake - now) + std::chrono::milliseconds(1);
+    if (options_.abandon) wait = std::min(wait, abandon_poll);
+    zmq::poll(&readable, 1, wait);
     std::vector<zmq::message_t> frames;
     while (frames.clear(), zmq::recv_multipart(socket, std::back_inserter(frames), zmq::recv_flags::dontwait)) {
       const auto views = zio::views(frames);

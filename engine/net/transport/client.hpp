@@ -4,6 +4,7 @@
 // buffer, re-requesting lost chunks.
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -23,7 +24,9 @@ namespace flowd::net::transport {
 // Every way a fetch can fail; the message names the peer and the item.
 class FetchError : public Error {
 public:
-  enum class Kind { not_found, refused, timed_out, corrupt };
+  // abandoned: ClientOptions::abandon gave a reason (the holder was
+  // declared lost) before an answer came.
+  enum class Kind { not_found, refused, timed_out, corrupt, abandoned };
   FetchError(Kind kind, const std::string& message) : Error(message), kind_(kind) {}
   Kind kind() const noexcept { return kind_; }
 
@@ -47,6 +50,10 @@ struct ClientOptions {
   // Messages ZeroMQ buffers per peer before it stops reading (ZMQ_RCVHWM);
   // the server's window bounds it anyway.
   int receive_hwm = 16;
+  // Asked at least every 100 ms while a fetch waits: a reason to give up on
+  // this peer now (e.g. the coordinator declared it lost), or nothing.
+  // Called on the fetching thread; must be thread-safe if clients share it.
+  std::function<std::optional<std::string>(const std::string& endpoint)> abandon{};
   wire::Limits limits{};
   // Destination of arrays (e.g. pinned memory); default: host memory, in
   // transparent huge pages when large (client.cpp says why).

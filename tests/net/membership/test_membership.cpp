@@ -71,6 +71,32 @@ std::string ipc_endpoint(const std::string& tag) {
   return "ipc:///tmp/flowd-membership-" + std::to_string(::getpid()) + "-" + tag + ".sock";
 }
 
+// A coordinator that welcomes one worker (as worker 9, with `config`) and
+// then goes silent without a bye, as a crashed or partitioned one does.
+struct SilentCoordinator {
+  zmq::context_t ctx;
+  zmq::socket_t router{ctx, zmq::socket_type::router};
+  std::string endpoint;
+  std::jthread welcomed;  // joined even when the client's constructor throws
+
+  explicit SilentCoordinator(flowd::Json config) {
+    router.set(zmq::sockopt::linger, 0);
+    router.set(zmq::sockopt::rcvtimeo, 5000);
+    router.bind("tcp://127.0.0.1:*");
+    endpoint = router.get(zmq::sockopt::last_endpoint);
+    welcomed = std::jthread([this, config = std::move(config)] {
+      std::vector<zmq::message_t> frames;
+      if (!zmq::recv_multipart(router, std::back_inserter(frames))) return;
+      auto msg = wire::encode(1, wire::Welcome{9, static_cast<std::uint32_t>(period.count()), config});
+      if (!msg) return;
+      zmq::multipart_t out;
+      out.addstr(frames[0].to_string());
+      for (const auto& f : *msg) out.addmem(f.bytes.data(), f.bytes.size());
+      out.send(router);
+    });
+  }
+};
+
 }  // namespace
 
 TEST(Membership, JoinWelcomeAndByeOnDestruction) {
@@ -80,7 +106,10 @@ TEST(Membership, JoinWelcomeAndByeOnDestruction) {
     ms::MembershipClient client(client_options(server.endpoint(), "host:1", log));
     EXPECT_GE(client.worker_id(), 1u);
     EXPECT_EQ(client.heartbeat_period(), period);
-    EXPECT_EQ(client.config(), (flowd::Json{{"run", "test"}}));
+    EXPECT_EQ(client.config().at("run"), "test");
+    // The coordinator's loss bound travels in the welcome.
+    EXPECT_EQ(client.config().at("missed_heartbeats"), missed);
+    EXPECT_EQ(client.missed_heartbeats(), missed);
     const auto e = next_event(server);
     ASSERT_TRUE(e);
     EXPECT_EQ(e->kind, ms::MemberEventKind::joined);
@@ -207,25 +236,9 @@ TEST(Membership, VanishedCoordinatorIsDeclaredLost) {
   // A coordinator that welcomes and then goes silent without a bye, as a
   // crashed or partitioned one does.
   CapturedLog log;
-  zmq::context_t ctx;
-  zmq::socket_t router(ctx, zmq::socket_type::router);
-  router.set(zmq::sockopt::linger, 0);
-  router.set(zmq::sockopt::rcvtimeo, 5000);
-  router.bind("tcp://127.0.0.1:*");
-  const auto endpoint = router.get(zmq::sockopt::last_endpoint);
-  // jthread: joined even when the client's constructor throws.
-  std::jthread fake([&] {
-    std::vector<zmq::message_t> frames;
-    if (!zmq::recv_multipart(router, std::back_inserter(frames))) return;
-    auto msg = wire::encode(1, wire::Welcome{9, static_cast<std::uint32_t>(period.count()), {}});
-    if (!msg) return;
-    zmq::multipart_t out;
-    out.addstr(frames[0].to_string());
-    for (const auto& f : *msg) out.addmem(f.bytes.data(), f.bytes.size());
-    out.send(router);
-  });
-  ms::MembershipClient client(client_options(endpoint, "host:3", log));
-  fake.join();
+  SilentCoordinator fake(flowd::Json::object());
+  ms::MembershipClient client(client_options(fake.endpoint, "host:3", log));
+  fake.welcomed.join();
   EXPECT_EQ(client.worker_id(), 9u);
   const auto start = std::chrono::steady_clock::now();
   const auto e = client.poll_event(10s);
@@ -233,6 +246,37 @@ TEST(Membership, VanishedCoordinatorIsDeclaredLost) {
   EXPECT_EQ(e->kind, ms::CoordinatorEventKind::lost);
   EXPECT_LE(std::chrono::steady_clock::now() - start, loss_bound);
   EXPECT_FALSE(client.connected());
+}
+
+TEST(Membership, AWorkerGivesTheCoordinatorUpAfterTheCoordinatorsBoundNotItsOwn) {
+  // A coordinator told to ride out long outages (--missed-heartbeats 30)
+  // must not see its workers leave after their own default bound.
+  CapturedLog log;
+  auto so = server_options(log);
+  so.missed_heartbeats = 12;
+  ms::MembershipServer server(so);
+  auto co = client_options(server.endpoint(), "host:5", log);
+  co.missed_heartbeats = 2;
+  ms::MembershipClient client(co);
+  EXPECT_EQ(client.missed_heartbeats(), 12u);
+
+  // A coordinator whose welcome names 8 and then goes silent is lost after
+  // 8 periods, not the worker's own 2 (with no such field the worker's own
+  // bound holds: VanishedCoordinatorIsDeclaredLost).
+  SilentCoordinator fake(flowd::Json{{"missed_heartbeats", 8}});
+  auto co2 = client_options(fake.endpoint, "host:6", log);
+  co2.missed_heartbeats = 2;
+  ms::MembershipClient silent(co2);
+  fake.welcomed.join();
+  EXPECT_EQ(silent.missed_heartbeats(), 8u);
+  const auto start = std::chrono::steady_clock::now();
+  const auto e = silent.poll_event(10s);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->kind, ms::CoordinatorEventKind::lost);
+  // 8 periods after the welcome at the earliest (the welcome came just
+  // before `start`); 2 would be the worker's own bound.
+  EXPECT_GE(std::chrono::steady_clock::now() - start, period * 8 - 100ms);
+  EXPECT_NE(e->reason.find("8 heartbeat periods"), std::string::npos) << e->reason;
 }
 
 TEST(Membership, NoCoordinatorGivesAClearError) {

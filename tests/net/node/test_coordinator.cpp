@@ -207,10 +207,11 @@ struct Fixture {
   Log log;
   std::unique_ptr<Coordinator> coord;
   std::size_t a = 0, b = 0;
-  explicit Fixture(const std::string& labels = "", CoordinatorOptions o = {}) : graph(make_graph(labels)) {
+  explicit Fixture(const std::string& labels = "", CoordinatorOptions o = {}, std::uint32_t missed = 3)
+      : graph(make_graph(labels)) {
     o.log = log.fn();
     o.heartbeat_period = 100ms;
-    o.missed_heartbeats = 3;
+    o.missed_heartbeats = missed;
     coord = std::make_unique<Coordinator>(graph, RunConfig{}, std::move(o));
     a = graph.find("a")->index;
     b = graph.find("b")->index;
@@ -480,7 +481,7 @@ TEST(Coordinator, NonRetryableFailureReported) {
   w.send(wire::RequestWork{1, 0});
   auto t = w.expect<wire::AssignTask>();
   ASSERT_TRUE(t);
-  w.send(wire::TaskFailed{t->task_id, false, "boom"});
+  w.send(wire::TaskFailed{t->task_id, false, "boom", {}});
   ASSERT_TRUE(res.wait(1));
   EXPECT_FALSE(res.got[0].ok);
   EXPECT_EQ(res.got[0].error, "on worker " + std::to_string(w.id()) + " (w1): boom");
@@ -489,7 +490,7 @@ TEST(Coordinator, NonRetryableFailureReported) {
   w.send(wire::RequestWork{1, 0});
   auto r1 = w.expect<wire::AssignTask>();
   ASSERT_TRUE(r1);
-  w.send(wire::TaskFailed{r1->task_id, true, "input unreachable"});
+  w.send(wire::TaskFailed{r1->task_id, true, "input unreachable", {}});
   w.send(wire::RequestWork{1, 0});
   auto r2 = w.expect<wire::AssignTask>();
   ASSERT_TRUE(r2);
@@ -556,6 +557,86 @@ TEST(Coordinator, LostHolderRecomputedFromLineage) {
   auto next = w2.expect<wire::AssignTask>();
   ASSERT_TRUE(next);
   EXPECT_EQ(next->inputs.at(0).holder, w2.id());
+  f.coord->drain();
+}
+
+// Issue 18, item 2: a holder that heartbeats but whose items cannot be
+// pulled (a link down between nodes) is not the consumer's fault. Within
+// the loss bound the task runs again without counting an attempt; past it
+// the holder is cut off (bye), the others are told (holder_lost), and its
+// item is made again from its lineage.
+TEST(Coordinator, AHolderThatDoesNotAnswerIsWaitedForThenCutOffAndItsItemsMadeAgain) {
+  Fixture f("", {}, 15);  // loss bound 1.5 s
+  FakeWorker w1(f.coord->endpoint(), {.name = "w1"});
+  FakeWorker w2(f.coord->endpoint(), {.name = "w2"});
+  f.coord->wait_for_workers(2, patience);
+  Results res;
+  f.coord->submit(f.task(f.a, "k", local("k", 7), res.sink()));
+  w1.send(wire::RequestWork{1, 0});
+  auto t = w1.expect<wire::AssignTask>();
+  ASSERT_TRUE(t);
+  w1.complete(*t, {json_item("k", 7)});
+  ASSERT_TRUE(res.wait(1));
+  auto c = std::make_shared<runtime::Carried>();
+  c->remote = res.got[0].outputs.at(0).item;
+  f.coord->submit(f.task(f.b, "k", c, res.sink()));
+  // More failures than max_attempts, all within the bound: none counts.
+  const auto first = std::chrono::steady_clock::now();
+  for (int i = 0; i < 5; ++i) {
+    w2.send(wire::RequestWork{1, 0});
+    auto b = w2.expect<wire::AssignTask>();
+    ASSERT_TRUE(b) << "failure " << i;
+    EXPECT_EQ(b->stage, "b");
+    EXPECT_EQ(TaskSpec::from_json(b->spec).attempt, 0u) << "an unreachable holder was counted against the task";
+    w2.send(wire::TaskFailed{b->task_id, true, "no answer from holder", {w1.id()}});
+  }
+  ASSERT_LT(std::chrono::steady_clock::now() - first, 1500ms) << "too slow a machine for this test's bound";
+  EXPECT_EQ(res.got.size(), 1u) << "the task failed";
+  EXPECT_TRUE(f.log.contains("get no answer")) << "the wait is not logged";
+  // Past the bound the next failure cuts w1 off.
+  std::this_thread::sleep_for(1600ms);
+  w2.send(wire::RequestWork{1, 0});
+  auto b = w2.expect<wire::AssignTask>();
+  ASSERT_TRUE(b);
+  w2.send(wire::TaskFailed{b->task_id, true, "no answer from holder", {w1.id()}});
+  const auto bye = w1.expect<wire::Bye>();
+  ASSERT_TRUE(bye);
+  EXPECT_NE(bye->reason.find("cut off: its items could not be pulled for"), std::string::npos) << bye->reason;
+  const auto lost = w2.expect<wire::HolderLost>();
+  ASSERT_TRUE(lost);
+  EXPECT_EQ(lost->worker_id, w1.id());
+  EXPECT_NE(lost->data_endpoint.find("tcp://127.0.0.1:"), std::string::npos) << lost->data_endpoint;
+  // w1's item is made again on w2, then b runs with w2 as holder.
+  w2.send(wire::RequestWork{1, 0});
+  auto re = w2.expect<wire::AssignTask>();
+  ASSERT_TRUE(re);
+  EXPECT_EQ(re->stage, "a");
+  w2.complete(*re, {json_item("k", 7)});
+  w2.send(wire::RequestWork{1, 0});
+  auto again = w2.expect<wire::AssignTask>();
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->stage, "b");
+  EXPECT_EQ(again->inputs.at(0).holder, w2.id());
+  w2.complete(*again, {json_item("k", 8)});
+  ASSERT_TRUE(res.wait(2));
+  EXPECT_TRUE(res.got[1].ok) << res.got[1].error;
+  EXPECT_EQ(f.coord->stats().recomputed, 1u);
+  f.coord->drain();
+}
+
+// Issue 18, item 4: when a holder is declared lost, every other node is told
+// at once, so its pulls from it stop.
+TEST(Coordinator, EveryNodeIsToldWhenAHolderIsLost) {
+  Fixture f;
+  auto w1 = std::make_unique<FakeWorker>(f.coord->endpoint(), WorkerSetup{.name = "w1"});
+  FakeWorker w2(f.coord->endpoint(), {.name = "w2"});
+  f.coord->wait_for_workers(2, patience);
+  const auto gone_id = w1->id();
+  w1->crash();
+  const auto lost = w2.expect<wire::HolderLost>();
+  ASSERT_TRUE(lost);
+  EXPECT_EQ(lost->worker_id, gone_id);
+  EXPECT_NE(lost->data_endpoint.find("tcp://127.0.0.1:"), std::string::npos) << lost->data_endpoint;
   f.coord->drain();
 }
 

@@ -578,8 +578,17 @@ TEST(WorkerNode, ReleaseErasesOutputsAndIgnoresUnknownIds) {
 
 TEST(WorkerNode, ByeOnTheTaskChannelEndsRunWithZero) {
   Session s;
-  s.coord.send(wire::Bye{"run finished"});
+  s.coord.send(wire::Bye{std::string(node::bye_run_over)});
   EXPECT_EQ(s.run->result(), 0);
+}
+
+// Refused at registration or cut off (issue 18): exit 3, saying why.
+TEST(WorkerNode, ByeForAnyOtherReasonEndsRunWithThreeSayingWhy) {
+  Session s;
+  s.coord.send(wire::Bye{"cut off: its items could not be pulled for 2100 ms"});
+  EXPECT_EQ(s.run->result(), 3);
+  EXPECT_NE(s.log.text().find("sent it away: cut off: its items could not be pulled for 2100 ms"), std::string::npos)
+      << s.log.text();
 }
 
 TEST(WorkerNode, MembershipByeEndsRunWithZero) {

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -352,6 +353,18 @@ namespace {
 // A fetch of a missing item from `endpoint` by a client retrying twice
 // every 100 ms: it must give up, timed out, naming the endpoint; how long
 // that took.
+// A peer that accepts connections and never answers: connected, silent.
+struct MutePeer {
+  zmq::context_t ctx;
+  zmq::socket_t socket{ctx, zmq::socket_type::router};
+  std::string endpoint;
+  MutePeer() {
+    socket.set(zmq::sockopt::linger, 0);
+    socket.bind("tcp://127.0.0.1:*");
+    endpoint = socket.get(zmq::sockopt::last_endpoint);
+  }
+};
+
 std::chrono::steady_clock::duration time_to_give_up(CapturedLog& log, const std::string& endpoint) {
   auto co = client_options(log, 100ms);
   co.max_retries = 2;
@@ -383,13 +396,43 @@ TEST(ItemTransport, RetriesAreBounded) {
 // 100 + 200 + 400 ms, before the fetch gives up.
 TEST(ItemTransport, AConnectedSilentPeerGetsMorePatienceEachRetry) {
   CapturedLog log;
-  zmq::context_t ctx;
-  zmq::socket_t mute(ctx, zmq::socket_type::router);
-  mute.set(zmq::sockopt::linger, 0);
-  mute.bind("tcp://127.0.0.1:*");
-  const auto took = time_to_give_up(log, mute.get(zmq::sockopt::last_endpoint));
+  MutePeer mute;
+  const auto took = time_to_give_up(log, mute.endpoint);
   EXPECT_GE(took, 650ms);
   EXPECT_LT(took, 3s);
+}
+
+// A holder declared lost while a fetch waits on it (issue 18, item 4): the
+// fetch gives up at once, saying why, instead of spending its retries.
+TEST(ItemTransport, AFetchFromAHolderDeclaredGoneStopsAtOnce) {
+  CapturedLog log;
+  MutePeer mute;
+  const std::string endpoint = mute.endpoint;
+  auto co = client_options(log, 1s);  // alone, a connected silent peer would take 1 + 2 + 4 + 8 + 8 + 8 s
+  std::atomic<bool> gone{false};
+  std::string asked_about;
+  co.abandon = [&](const std::string& ep) -> std::optional<std::string> {
+    asked_about = ep;
+    if (!gone) return std::nullopt;
+    return "worker 2 was declared gone";
+  };
+  tp::ItemClient client(co);
+  std::jthread declare([&] {
+    std::this_thread::sleep_for(300ms);
+    gone = true;
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    client.fetch(endpoint, {"ghost", 0, 0}, 60s);
+    ADD_FAILURE() << "the fetch did not fail";
+  } catch (const tp::FetchError& e) {
+    EXPECT_EQ(e.kind(), tp::FetchError::Kind::abandoned) << e.what();
+    EXPECT_NE(std::string(e.what()).find("worker 2 was declared gone"), std::string::npos) << e.what();
+  }
+  const auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT_GE(took, 300ms);
+  EXPECT_LT(took, 900ms) << "the fetch went on after its holder was declared gone";
+  EXPECT_EQ(asked_about, endpoint);
 }
 
 TEST(ItemTransport, MalformedRequestsAreLoggedAndServingGoesOn) {
