@@ -145,7 +145,7 @@ grep -q 'counts as lost after 30 x 500 ms' "$WORK/outage.node3.log" ||
   fail "node3 did not take the coordinator's loss bound: $(grep 'joined the coordinator' "$WORK/outage.node3.log")"
 node3=$(who_joined_from "$WORK/outage.coordinator.log" 10.0.0.3)
 [[ -n $node3 ]] || fail "no worker joined from 10.0.0.3: $(grep 'joined from' "$WORK/outage.coordinator.log")"
-if grep -F "$node3" "$WORK/outage.coordinator.log" | grep -q 'lost\|cut off'; then
+if grep -F "$node3" "$WORK/outage.coordinator.log" | grep -q ') lost\|cut off: '; then
   fail "node3 ($node3) was given up although it came back within the bound: $(grep -F "$node3" "$WORK/outage.coordinator.log" | tail -n 5)"
 fi
 same_labels "$WORK/coordinator"
