@@ -289,7 +289,7 @@ void Coordinator::Loop::on_failed(WorkerState& w, const wire::TaskFailed& f, Tur
   bool holder_to_blame = false;
   if (f.retryable)
     for (const auto h : f.unreachable)
-      holder_to_blame = core.gone.contains(h) || core.pull_failed(h) || holder_to_blame;
+      if (core.pull_failed(h) || core.gone.contains(h)) holder_to_blame = true;  // every holder noted
   if (holder_to_blame) {
     core.cut_off_unreachable(t);
     core.log(LogLevel::info, "task '" + job->key + "' of stage '" + core.stages[job->stage].name + "' on " + w.label() +
