@@ -227,6 +227,20 @@ struct Fixture {
   }
 };
 
+// Stage a's task on `key` runs on `w`, which keeps its output: that output
+// (null when the task or its result did not come within the bound).
+std::shared_ptr<const runtime::RemoteItem> made_on(Fixture& f, FakeWorker& w, Results& res, const std::string& key,
+                                                   int value) {
+  const std::size_t before = res.got.size();
+  f.coord->submit(f.task(f.a, key, local(key, value), res.sink()));
+  w.send(wire::RequestWork{1, 0});
+  const auto t = w.expect<wire::AssignTask>();
+  if (!t) return nullptr;
+  w.complete(*t, {json_item(key, value)});
+  if (!res.wait(before + 1) || res.got[before].outputs.empty()) return nullptr;
+  return res.got[before].outputs[0].item;
+}
+
 // Submits tasks k<first>.. k<first + n - 1> of stage a.
 void submit_keys(Fixture& f, Results& res, int first, int n) {
   for (int i = first; i < first + n; ++i)
@@ -527,13 +541,8 @@ TEST(Coordinator, LostHolderRecomputedFromLineage) {
   FakeWorker w2(f.coord->endpoint(), {.name = "w2"});
   f.coord->wait_for_workers(2, patience);
   Results res;
-  f.coord->submit(f.task(f.a, "k", local("k", 7), res.sink()));
-  w1->send(wire::RequestWork{1, 0});
-  auto t = w1->expect<wire::AssignTask>();
-  ASSERT_TRUE(t);
-  w1->complete(*t, {json_item("k", 7)});
-  ASSERT_TRUE(res.wait(1));
-  auto item = res.got[0].outputs.at(0).item;
+  const auto item = made_on(f, *w1, res, "k", 7);
+  ASSERT_TRUE(item);
   EXPECT_EQ(item->fetch().json()["i"], 7);  // from w1
   w1->crash();
   wait_workers(*f.coord, 1);
@@ -571,14 +580,9 @@ TEST(Coordinator, AHolderThatDoesNotAnswerIsWaitedForThenCutOffAndItsItemsMadeAg
   FakeWorker w2(f.coord->endpoint(), {.name = "w2"});
   f.coord->wait_for_workers(2, patience);
   Results res;
-  f.coord->submit(f.task(f.a, "k", local("k", 7), res.sink()));
-  w1.send(wire::RequestWork{1, 0});
-  auto t = w1.expect<wire::AssignTask>();
-  ASSERT_TRUE(t);
-  w1.complete(*t, {json_item("k", 7)});
-  ASSERT_TRUE(res.wait(1));
   auto c = std::make_shared<runtime::Carried>();
-  c->remote = res.got[0].outputs.at(0).item;
+  c->remote = made_on(f, w1, res, "k", 7);
+  ASSERT_TRUE(c->remote);
   f.coord->submit(f.task(f.b, "k", c, res.sink()));
   // More failures than max_attempts, all within the bound: none counts.
   const auto first = std::chrono::steady_clock::now();
