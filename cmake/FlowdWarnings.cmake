@@ -23,3 +23,13 @@ endif()
 if(FLOWD_SANITIZE AND CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
   target_compile_options(flowd_warnings INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-Wno-error=maybe-uninitialized>)
 endif()
+
+# In a unity build (FLOWD_UNITY_BUILD) a .cpp file is no longer the main
+# file of its compilation, so GCC's -Wsubobject-linkage fires for every
+# class of that file with a member of a type from its anonymous namespace
+# (a pimpl's Impl holding its file's helpers). The warning guards headers
+# against ODR trouble, which these files, never included elsewhere, cannot
+# cause; the one-file-at-a-time build still checks it.
+if(FLOWD_UNITY_BUILD AND CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+  target_compile_options(flowd_warnings INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-Wno-subobject-linkage>)
+endif()

@@ -19,7 +19,8 @@ jobs=$(nproc)
 # benchmark drivers (tools/bench), which no test needs, are left out there.
 bench=ON
 [[ $what == test && ${CI:-} == true ]] && bench=OFF
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DFLOWD_BUILD_BENCH=$bench >/dev/null
+# A unity build (CMakeLists.txt says why): this script builds everything once.
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DFLOWD_BUILD_BENCH=$bench -DFLOWD_UNITY_BUILD=ON >/dev/null
 # The main job needs the flowd binary and the shipped plugins (the H&E
 # generator is linked into the io plugin); the tests and benchmarks are built
 # only for `test` and `build`.

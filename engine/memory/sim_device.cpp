@@ -11,9 +11,9 @@ void charge(double seconds) {
 }
 }  // namespace
 
-Array SimDevice::upload(const Array& host) {
-  charge(seconds_for(host.nbytes()));
-  return host;
+Array SimDevice::upload(const Array& host_array) {
+  charge(seconds_for(host_array.nbytes()));
+  return host_array;
 }
 
 Array SimDevice::download(const Array& on_device) {

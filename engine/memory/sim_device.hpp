@@ -15,7 +15,7 @@ public:
   int ordinal() const noexcept override { return index_; }
   Array upload(const Array& host) override;
   Array download(const Array& on_device) override;
-  Array pin(const Array& host) override { return host; }
+  Array pin(const Array& host_array) override { return host_array; }
   Array allocate(DType dtype, std::span<const std::int64_t> shape) override;
   void* compute_stream() noexcept override { return nullptr; }
   void synchronize() override {}

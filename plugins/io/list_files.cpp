@@ -1,4 +1,5 @@
 #include "list_files.hpp"
+#include "quoting.hpp"
 #include "synthetic_files.hpp"
 
 #include <algorithm>
@@ -21,9 +22,8 @@ struct NaturalLess {
   bool operator()(const std::string& a, const std::string& b) const noexcept { return key_less(a, b); }
 };
 
-std::string quoted(const fs::path& p) { return "'" + p.string() + "'"; }
-
-std::string joined(const std::vector<std::string>& v) {
+// a, b, c
+std::string comma_list(const std::vector<std::string>& v) {
   std::string s;
   for (const auto& e : v) s += (s.empty() ? "" : ", ") + e;
   return s;
@@ -112,7 +112,7 @@ void ListFiles::open(SourceContext& ctx) {
   if (found.empty())
     throw Error("io.list_files: no files in " + quoted(dir_) + " with " +
                 (extensions_.empty() ? std::string("any name (hidden files are skipped)")
-                                     : "extension " + joined(extensions_) + " (parameter extensions)"));
+                                     : "extension " + comma_list(extensions_) + " (parameter extensions)"));
   std::sort(found.begin(), found.end(), [](const File& a, const File& b) {
     if (key_less(a.stem, b.stem)) return true;
     if (key_less(b.stem, a.stem)) return false;

@@ -1,4 +1,5 @@
 #include "write_pairs.hpp"
+#include "quoting.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -28,9 +29,8 @@ constexpr double log_floor = 1e-6;
 constexpr std::int64_t heatmap_side = 1600;
 constexpr double nan = std::numeric_limits<double>::quiet_NaN();
 
-std::string quoted(const fs::path& p) { return "'" + p.string() + "'"; }
-
-std::string joined(const std::vector<std::string>& v) {
+// 'a', 'b', 'c'
+std::string quoted_names(const std::vector<std::string>& v) {
   std::string s;
   for (const auto& e : v) s += (s.empty() ? "'" : ", '") + e + "'";
   return s;
@@ -268,7 +268,7 @@ void WritePairs::consume(SinkContext& ctx) {
   if (!heatmap_.empty() && !heatmap_score_.empty()) {
     const auto it = std::find(s.names.begin(), s.names.end(), heatmap_score_);
     if (it == s.names.end())
-      throw Error(at + "heatmap_score '" + heatmap_score_ + "' is not one of the table's scores " + joined(s.names));
+      throw Error(at + "heatmap_score '" + heatmap_score_ + "' is not one of the table's scores " + quoted_names(s.names));
     s.heatmap_score = static_cast<std::size_t>(it - s.names.begin());
   }
 

@@ -13,6 +13,10 @@
 #include "support/helpers.hpp"
 
 namespace fs = std::filesystem;
+using flowd::test::files_under;
+using flowd::test::temporaries;
+using flowd::test::write;
+using flowd::test::contains;
 using flowd::test::scratch;
 using flowd::test::slurp;
 using flowd::test::flowd_cmd;
@@ -20,8 +24,6 @@ using flowd::test::quote;
 using flowd::test::Result;
 
 namespace {
-
-void write(const fs::path& p, const std::string& text) { std::ofstream(p) << text; }
 
 std::string chain(const std::string& step_params, int count = 20) {
   return R"({
@@ -33,16 +35,6 @@ std::string chain(const std::string& step_params, int count = 20) {
     "sink": {"op": "test.record", "inputs": {"in": "step.out"}, "params": {"path": "${output}.txt"}}
   }
 })";
-}
-
-bool contains(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
-
-// Every file under `dir` whose name marks it as a temporary.
-std::vector<std::string> temporaries(const fs::path& dir) {
-  std::vector<std::string> t;
-  for (const auto& e : fs::recursive_directory_iterator(dir))
-    if (contains(e.path().filename().string(), "flowd-tmp") || e.path().extension() == ".tmp") t.push_back(e.path());
-  return t;
 }
 
 }  // namespace
@@ -211,15 +203,6 @@ TEST(Cli, CtrlCStopsCleanlyWithExit130AndNoOutput) {
 }
 
 namespace {
-
-// Every regular file under `dir`, relative, sorted.
-std::vector<std::string> files_under(const fs::path& dir) {
-  std::vector<std::string> out;
-  for (const auto& e : fs::recursive_directory_iterator(dir))
-    if (e.is_regular_file()) out.push_back(fs::relative(e.path(), dir).string());
-  std::sort(out.begin(), out.end());
-  return out;
-}
 
 // The data of an HDF5 file without its attributes (provenance holds times).
 std::string h5_data(const fs::path& file) {

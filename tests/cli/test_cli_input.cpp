@@ -13,12 +13,12 @@
 #include "support/helpers.hpp"
 
 namespace fs = std::filesystem;
+using flowd::test::write;
+using flowd::test::contains;
 using flowd::test::flowd_cmd;
 using flowd::test::scratch;
 
 namespace {
-
-void write(const fs::path& p, const std::string& text) { std::ofstream(p) << text; }
 
 const char* small = R"({
   "version": 1,
@@ -27,8 +27,6 @@ const char* small = R"({
     "sink": {"op": "test.record", "inputs": {"in": "src.out"}, "params": {"path": "out.txt"}}
   }
 })";
-
-bool contains(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
 
 }  // namespace
 

@@ -24,6 +24,9 @@
 extern char** environ;
 
 namespace fs = std::filesystem;
+using flowd::test::temporaries;
+using flowd::test::write;
+using flowd::test::contains;
 using flowd::test::scratch;
 using flowd::test::slurp;
 
@@ -83,19 +86,6 @@ Outcome run_flowd(const fs::path& cwd, std::vector<std::string> args,
   o.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   o.err = slurp(err);
   return o;
-}
-
-bool contains(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
-
-void write(const fs::path& p, const std::string& text) { std::ofstream(p) << text; }
-
-// Every file under `dir` whose name marks it as a temporary.
-std::vector<std::string> temporaries(const fs::path& dir) {
-  std::vector<std::string> t;
-  if (!fs::exists(dir)) return t;
-  for (const auto& e : fs::recursive_directory_iterator(dir))
-    if (contains(e.path().filename().string(), "flowd-tmp") || e.path().extension() == ".tmp") t.push_back(e.path());
-  return t;
 }
 
 // count (16-byte arrays) -> step: faulty.map -> a text record and an HDF5

@@ -19,36 +19,16 @@
 #include "util/temp_files.hpp"
 
 namespace fs = std::filesystem;
+using flowd::test::files_under;
+using flowd::test::temporaries;
+using flowd::test::write;
+using flowd::test::contains;
 using flowd::test::flowd_cmd;
 using flowd::test::Result;
 using flowd::test::scratch;
 using flowd::test::slurp;
 
 namespace {
-
-void write(const fs::path& p, const std::string& text) {
-  fs::create_directories(p.parent_path());
-  std::ofstream(p) << text;
-}
-
-bool contains(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
-
-// Every file (not folder) under `dir`, relative, sorted; empty when `dir` does not exist.
-std::vector<std::string> files_under(const fs::path& dir) {
-  std::vector<std::string> out;
-  if (!fs::exists(dir)) return out;
-  for (const auto& e : fs::recursive_directory_iterator(dir))
-    if (!e.is_directory()) out.push_back(e.path().lexically_relative(dir).generic_string());
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
-std::vector<std::string> temporaries(const fs::path& dir) {
-  std::vector<std::string> t;
-  for (const auto& f : files_under(dir))
-    if (flowd::is_flowd_temp(fs::path(f).filename().string())) t.push_back(f);
-  return t;
-}
 
 // flowd in `cwd` with no file larger than `max_file_bytes` (SIGXFSZ ignored,
 // so a write past the limit fails with EFBIG like one on a full disk). The

@@ -15,15 +15,13 @@
 #include "support/helpers.hpp"
 
 namespace fs = std::filesystem;
+using flowd::test::write;
+using flowd::test::contains;
 using flowd::test::flowd_cmd;
 using flowd::test::scratch;
 using flowd::test::test_plugins;
 
 namespace {
-
-void write(const fs::path& p, const std::string& text) { std::ofstream(p) << text; }
-
-bool contains(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
 
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> out;

@@ -3,13 +3,13 @@
 #include <algorithm>
 #include <set>
 
-#include <nlohmann/json.hpp>
+#include "flowd/item.hpp"
 
 #include "workflow/labels.hpp"
 #include "support/labels.hpp"
 
 namespace cl = flowd::workflow;
-using nlohmann::json;
+using flowd::Json;
 
 namespace {
 
@@ -19,7 +19,7 @@ using flowd::test::node_labels;
 // pointer -> message, to assert on both.
 std::vector<std::pair<std::string, std::string>> stage_errors(const char* text) {
   std::vector<std::pair<std::string, std::string>> out;
-  for (const auto& e : cl::parse_stage_labels(json::parse(text), "/stages/3/labels").errors) {
+  for (const auto& e : cl::parse_stage_labels(Json::parse(text), "/stages/3/labels").errors) {
     out.emplace_back(e.pointer, e.message);
   }
   return out;
@@ -28,12 +28,12 @@ std::vector<std::pair<std::string, std::string>> stage_errors(const char* text) 
 }  // namespace
 
 TEST(LabelsParse, NodeForms) {
-  auto p = cl::parse_node_labels(json::parse(R"(["gpu", "site:amsterdam"])"), "/nodes/0/labels");
+  auto p = cl::parse_node_labels(Json::parse(R"(["gpu", "site:amsterdam"])"), "/nodes/0/labels");
   ASSERT_TRUE(p.ok());
   EXPECT_EQ(p.value.names, (std::vector<std::string>{"gpu", "site:amsterdam"}));
   EXPECT_EQ(p.value.rank, 0);
 
-  p = cl::parse_node_labels(json::parse(R"({"names": ["gpu"], "rank": 8})"), "/nodes/0/labels");
+  p = cl::parse_node_labels(Json::parse(R"({"names": ["gpu"], "rank": 8})"), "/nodes/0/labels");
   ASSERT_TRUE(p.ok());
   EXPECT_EQ(p.value.rank, 8);
   EXPECT_EQ(cl::site_of(p.value), std::nullopt);
@@ -41,7 +41,7 @@ TEST(LabelsParse, NodeForms) {
 }
 
 TEST(LabelsParse, NodeErrorsAtPointers) {
-  auto p = cl::parse_node_labels(json::parse(R"({"names": ["gpu", 3, "", "a b", "gpu"], "rank": 1.5, "ranks": 1})"),
+  auto p = cl::parse_node_labels(Json::parse(R"({"names": ["gpu", 3, "", "a b", "gpu"], "rank": 1.5, "ranks": 1})"),
                                  "/nodes/1/labels");
   ASSERT_EQ(p.errors.size(), 6u);
   std::set<std::string> pointers;
@@ -50,12 +50,12 @@ TEST(LabelsParse, NodeErrorsAtPointers) {
                                              "/nodes/1/labels/names/3", "/nodes/1/labels/names/4",
                                              "/nodes/1/labels/rank", "/nodes/1/labels/ranks"}));
 
-  p = cl::parse_node_labels(json::parse(R"(["site:a", "site:b"])"), "/nodes/2/labels");
+  p = cl::parse_node_labels(Json::parse(R"(["site:a", "site:b"])"), "/nodes/2/labels");
   ASSERT_EQ(p.errors.size(), 1u);
   EXPECT_EQ(p.errors[0].pointer, "/nodes/2/labels");
   EXPECT_NE(p.errors[0].message.find("at most one \"site:\" label"), std::string::npos);
 
-  p = cl::parse_node_labels(json::parse(R"("gpu")"), "/nodes/3/labels");
+  p = cl::parse_node_labels(Json::parse(R"("gpu")"), "/nodes/3/labels");
   ASSERT_EQ(p.errors.size(), 1u);
   EXPECT_EQ(p.errors[0].pointer, "/nodes/3/labels");
 }

@@ -31,7 +31,7 @@ std::set<std::string> files_under(const fs::path& dir) {
 
 // A colour u8 branch of synthetic tissue images and a grey u16 branch of
 // the test's own files (two of them smaller than the kernel).
-const char* workflow = R"({
+const char* gaussian_workflow = R"({
   "version": 1,
   "vars": {"output": "out"},
   "stages": {
@@ -61,7 +61,7 @@ TEST(GpuCli, InspectListsTheGpuVariantIffBuiltWithCuda) {
 TEST(GpuCli, GaussianWorkflowOnTheGpuWritesWhatTheCpuWritesAndIsTraced) {
   FLOWD_REQUIRE_GPU(g);
   const auto dir = scratch();
-  std::ofstream(dir / "wf.json") << workflow;
+  std::ofstream(dir / "wf.json") << gaussian_workflow;
   fs::create_directories(dir / "in16");
   std::uint32_t seed = 40;
   for (const auto& [name, rows, cols] : {std::tuple{"a", 97, 131}, std::tuple{"b", 5, 3}, std::tuple{"c", 1, 40}}) {

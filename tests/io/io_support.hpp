@@ -57,6 +57,19 @@ template <class F> std::string error_of(F&& f) {
   return "";
 }
 
+// The ParamError constructing operator `op` with `params` throws, as
+// "param: message" ("" when it does not throw).
+inline std::string param_error_of(const std::string& op, const Json& params) {
+  try {
+    harness(op, params);
+  } catch (const ParamError& e) {
+    return e.param() + ": " + e.what();
+  } catch (const std::exception& e) {
+    return std::string("not a ParamError: ") + e.what();
+  }
+  return "";
+}
+
 inline Item array_item(std::string key, Array a) {
   Item i;
   i.meta.key = std::move(key);

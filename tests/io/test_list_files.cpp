@@ -20,18 +20,6 @@ std::vector<Item> list(const Json& params) { return items_of(harness("io.list_fi
 
 std::string abs(const fs::path& p) { return fs::absolute(p).lexically_normal().string(); }
 
-// The ParamError a harness construction throws, as "param: message".
-std::string param_error_of(const Json& params) {
-  try {
-    harness("io.list_files", params);
-  } catch (const ParamError& e) {
-    return e.param() + ": " + e.what();
-  } catch (const std::exception& e) {
-    return std::string("not a ParamError: ") + e.what();
-  }
-  return "";
-}
-
 }  // namespace
 
 TEST(ListFiles, OneItemPerFileInNaturalOrderWithItsPathAndName) {
@@ -120,16 +108,16 @@ TEST(ListFiles, AStemTheGroupRegexDoesNotMatchIsAnErrorNamingFileAndRegex) {
 
 TEST(ListFiles, BadParametersAreParamErrors) {
   const std::string dir = test::scratch().string();
-  const auto no_capture = param_error_of({{"dir", dir}, {"group", "^.*_"}});
+  const auto no_capture = param_error_of("io.list_files", {{"dir", dir}, {"group", "^.*_"}});
   EXPECT_TRUE(no_capture.starts_with("group: ")) << no_capture;
   EXPECT_NE(no_capture.find("no capture group"), std::string::npos) << no_capture;
-  const auto bad_regex = param_error_of({{"dir", dir}, {"group", "^(.*"}});
+  const auto bad_regex = param_error_of("io.list_files", {{"dir", dir}, {"group", "^(.*"}});
   EXPECT_TRUE(bad_regex.starts_with("group: ")) << bad_regex;
   EXPECT_NE(bad_regex.find("not a valid regular expression"), std::string::npos) << bad_regex;
-  const auto bad_ext = param_error_of({{"dir", dir}, {"extensions", {".png", 3}}});
+  const auto bad_ext = param_error_of("io.list_files", {{"dir", dir}, {"extensions", {".png", 3}}});
   EXPECT_TRUE(bad_ext.starts_with("extensions: ")) << bad_ext;
-  const auto not_array = param_error_of({{"dir", dir}, {"extensions", ".png"}});
+  const auto not_array = param_error_of("io.list_files", {{"dir", dir}, {"extensions", ".png"}});
   EXPECT_TRUE(not_array.starts_with("extensions: ")) << not_array;
-  EXPECT_NE(param_error_of({{"dir", ""}}).find("dir: "), std::string::npos);
+  EXPECT_NE(param_error_of("io.list_files", {{"dir", ""}}).find("dir: "), std::string::npos);
   EXPECT_NE(error_of([] { harness("io.list_files", Json::object()); }).find("dir"), std::string::npos);
 }

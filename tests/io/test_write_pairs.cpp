@@ -78,17 +78,6 @@ std::string text(const Matrix& m) {
   return s;
 }
 
-std::string param_error_of(const Json& params) {
-  try {
-    harness("io.write_pairs", params);
-  } catch (const ParamError& e) {
-    return e.param() + ": " + e.what();
-  } catch (const std::exception& e) {
-    return std::string("not a ParamError: ") + e.what();
-  }
-  return "";
-}
-
 // Two interleaved clusters: members 0, 2, 4 and 1, 3, 5 of six keys (k0 …
 // k5) are similar to each other (about 0.9) and not to the others (about 0.1).
 double block_similarity(std::size_t i, std::size_t j) {
@@ -283,9 +272,9 @@ TEST(WritePairs, HeatmapOfALogScoreAndOfARectangleWithMissingPairs) {
 }
 
 TEST(WritePairs, NoOutputOrOneFileTwiceIsRefusedAtConstruction) {
-  const auto none = param_error_of({{"a_name", "x"}});
+  const auto none = param_error_of("io.write_pairs", {{"a_name", "x"}});
   EXPECT_NE(none.find("csv, hdf5 or heatmap"), std::string::npos) << none;
-  const auto twice = param_error_of({{"csv", "out/p.x"}, {"hdf5", "out/./p.x"}});
+  const auto twice = param_error_of("io.write_pairs", {{"csv", "out/p.x"}, {"hdf5", "out/./p.x"}});
   EXPECT_NE(twice.find("csv and hdf5 name the same file"), std::string::npos) << twice;
 }
 

@@ -4,31 +4,12 @@
 #include <gtest/gtest.h>
 
 #include "register.hpp"
+#include "rendered_series.hpp"
 #include "tem/generate.hpp"
 
 namespace reg = flowd::registration;
 
 namespace {
-
-struct Frames {
-  std::vector<cv::Mat> images;  // CV_32F
-  std::vector<reg::Rigid> truth;
-  std::vector<reg::Pyramid> pyramids;
-};
-
-Frames render(const flowd::tem::Params& p) {
-  Frames f;
-  for (const auto& m : flowd::tem::truth(p))
-    f.truth.push_back(reg::Rigid::from_degrees(m.angle, m.tx, m.ty));
-  for (int k = 0; k < p.frames; ++k) {
-    cv::Mat m;
-    flowd::tem::generate(p, k).convertTo(m, CV_32F);
-    f.images.push_back(m);
-    f.pyramids.emplace_back(reg::ImageView{m.ptr<float>(), m.cols, m.rows, static_cast<std::ptrdiff_t>(m.step1())},
-                            reg::PyramidOptions{});
-  }
-  return f;
-}
 
 // A clean series (high dose, no jitter) moving 1.5 px and 0.05 degrees per
 // frame: frame 4 is ~6 px and 0.2 degrees from frame 0.
@@ -55,7 +36,7 @@ TEST(Pyramid, LevelsFromTheSize) {
 }
 
 TEST(Register, RecoversAKnownMotionToAHundredthOfAPixel) {
-  const Frames f = render(clean());
+  const auto f = reg::test::render(clean());
   for (int k = 1; k < 5; ++k) {
     const reg::Result r = reg::register_pair(f.pyramids[0], f.pyramids[static_cast<std::size_t>(k)],
                                              reg::Rigid::identity(), reg::Options{});
@@ -66,7 +47,7 @@ TEST(Register, RecoversAKnownMotionToAHundredthOfAPixel) {
 }
 
 TEST(Register, ConvergesFromAGuessOffByTwoPixels) {
-  const Frames f = render(clean());
+  const auto f = reg::test::render(clean());
   const reg::Rigid guess = reg::then(f.truth[2], {0.004, 1.5, -1.3});
   reg::Options fine;
   fine.coarsest = 1;
@@ -78,7 +59,7 @@ TEST(Register, ConvergesFromAGuessOffByTwoPixels) {
 TEST(Register, TranslationModelKeepsTheAngle) {
   flowd::tem::Params p = clean();
   p.rotation = 0.0;
-  const Frames f = render(p);
+  const auto f = reg::test::render(p);
   reg::Options o;
   o.model = reg::Model::translation;
   const reg::Result r = reg::register_pair(f.pyramids[0], f.pyramids[3], reg::Rigid::from_degrees(0.25, 0, 0), o);
@@ -89,7 +70,7 @@ TEST(Register, TranslationModelKeepsTheAngle) {
 }
 
 TEST(Register, StopsWithinTheIterationBudget) {
-  const Frames f = render(clean());
+  const auto f = reg::test::render(clean());
   reg::Options o;
   o.max_iterations = 3;
   const reg::Result r = reg::register_pair(f.pyramids[0], f.pyramids[1], reg::Rigid::identity(), o);

@@ -4,33 +4,13 @@
 
 #include <gtest/gtest.h>
 
+#include "rendered_series.hpp"
 #include "series.hpp"
 #include "tem/generate.hpp"
 
 namespace reg = flowd::registration;
 
 namespace {
-
-struct Series {
-  std::vector<reg::Pyramid> pyramids;
-  std::vector<reg::Rigid> truth;
-  reg::FrameLookup lookup() const {
-    return [this](std::int64_t i) -> const reg::Pyramid& { return pyramids.at(static_cast<std::size_t>(i)); };
-  }
-};
-
-Series render(const flowd::tem::Params& p) {
-  Series s;
-  for (const auto& m : flowd::tem::truth(p))
-    s.truth.push_back(reg::Rigid::from_degrees(m.angle, m.tx, m.ty));
-  for (int k = 0; k < p.frames; ++k) {
-    cv::Mat m;
-    flowd::tem::generate(p, k).convertTo(m, CV_32F);
-    s.pyramids.emplace_back(reg::ImageView{m.ptr<float>(), m.cols, m.rows, static_cast<std::ptrdiff_t>(m.step1())},
-                            reg::PyramidOptions{});
-  }
-  return s;
-}
 
 const reg::FrameLookup no_frames = [](std::int64_t i) -> const reg::Pyramid& {
   throw std::logic_error("frame " + std::to_string(i) + " was read");
@@ -82,7 +62,7 @@ TEST(Series, AccurateOnGeneratedSeries) {
     p.width = p.height = 256;
     p.seed = seed;
     p.drift = 1.0;  // 16 frames drifting ~2 lattice periods
-    const Series s = render(p);
+    const auto s = reg::test::render(p);
     const auto est = reg::register_series(s.lookup(), p.frames, {});
     const reg::SeriesError e = reg::evaluate(est, s.truth, p.width, p.height, p.period);
     EXPECT_LT(e.mean, 0.06) << "seed " << seed;
@@ -101,7 +81,7 @@ TEST(Series, ComposeBeatsChainingThePairs) {
   p.width = p.height = 128;
   p.seed = 13;
   p.dose = 2.0;
-  const Series s = render(p);
+  const auto s = reg::test::render(p);
   const auto est = reg::register_series(s.lookup(), p.frames, {});
   std::vector<reg::Rigid> chained{reg::Rigid::identity()};
   for (std::int64_t k = 1; k < p.frames; ++k)

@@ -33,17 +33,17 @@ struct Mat {
   std::array<std::uint64_t, 4> v{};
   bool operator==(const Mat&) const = default;
 };
-constexpr std::uint64_t p = 1000003;
+constexpr std::uint64_t prime = 1000003;
 Mat mul(const Mat& a, const Mat& b) {
-  return {{(a.v[0] * b.v[0] + a.v[1] * b.v[2]) % p, (a.v[0] * b.v[1] + a.v[1] * b.v[3]) % p,
-           (a.v[2] * b.v[0] + a.v[3] * b.v[2]) % p, (a.v[2] * b.v[1] + a.v[3] * b.v[3]) % p}};
+  return {{(a.v[0] * b.v[0] + a.v[1] * b.v[2]) % prime, (a.v[0] * b.v[1] + a.v[1] * b.v[3]) % prime,
+           (a.v[2] * b.v[0] + a.v[3] * b.v[2]) % prime, (a.v[2] * b.v[1] + a.v[3] * b.v[3]) % prime}};
 }
 std::vector<Mat> matrices(std::size_t n) {
   std::vector<Mat> x;
   std::uint64_t s = 1410;
   auto next = [&s] { return (s = s * 6364136223846793005ull + 1442695040888963407ull) >> 44; };
   for (std::size_t i = 0; i < n; ++i)
-    x.push_back({{next() % p, next() % p, next() % p, next() % p}});
+    x.push_back({{next() % prime, next() % prime, next() % prime, next() % prime}});
   return x;
 }
 

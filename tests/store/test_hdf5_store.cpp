@@ -13,6 +13,7 @@
 
 #include "flowd/error.hpp"
 #include "store/hdf5_store.hpp"
+#include "fresh_path.hpp"
 
 namespace {
 
@@ -26,13 +27,7 @@ using flowd::Table;
 using flowd::store::Hdf5ItemStore;
 using flowd::wire::ItemId;
 
-fs::path fresh_path(const std::string& name) {
-  const fs::path dir = fs::path(FLOWD_TEST_TMP) / "store";
-  fs::create_directories(dir);
-  const fs::path p = dir / (name + "-" + std::to_string(::getpid()) + ".h5");
-  fs::remove(p);
-  return p;
-}
+fs::path h5_path(const std::string& name) { return flowd::store::test::fresh_path(name, ".h5"); }
 
 ItemId id_of(const Item& i) { return ItemId{i.meta.key, i.meta.version, i.meta.timestamp}; }
 
@@ -58,7 +53,7 @@ bool same_values(const Array& a, const Array& b) {
 }
 
 TEST(Hdf5ItemStore, ArraysOfEveryDtypeAndRank) {
-  const auto path = fresh_path("dtypes");
+  const auto path = h5_path("dtypes");
   Hdf5ItemStore store(path);
   for (int t = 0; t < flowd::dtype_count; ++t) {
     const auto dt = static_cast<DType>(t);
@@ -75,7 +70,7 @@ TEST(Hdf5ItemStore, ArraysOfEveryDtypeAndRank) {
 }
 
 TEST(Hdf5ItemStore, LargeArrayIsChunkedAndExact) {
-  const auto path = fresh_path("large");
+  const auto path = h5_path("large");
   Hdf5ItemStore store(path);
   const Array a = ramp(DType::f32, {700, 900, 3});  // several chunks of ~1 MiB
   store.put(array_item("big", a));
@@ -83,7 +78,7 @@ TEST(Hdf5ItemStore, LargeArrayIsChunkedAndExact) {
 }
 
 TEST(Hdf5ItemStore, StridedSourceStoredInCOrder) {
-  const auto path = fresh_path("strided");
+  const auto path = h5_path("strided");
   Hdf5ItemStore store(path);
   const Array base = ramp(DType::u16, {6, 8, 2});
   const Array view = base.slice(1, 2, 7).slice(0, 1, 5);  // not contiguous
@@ -97,7 +92,7 @@ TEST(Hdf5ItemStore, StridedSourceStoredInCOrder) {
 }
 
 TEST(Hdf5ItemStore, TablesJsonAndEmptyValues) {
-  const auto path = fresh_path("kinds");
+  const auto path = h5_path("kinds");
   Hdf5ItemStore store(path);
   Item t;
   t.meta.key = "objects";
@@ -145,7 +140,7 @@ TEST(Hdf5ItemStore, TablesJsonAndEmptyValues) {
 }
 
 TEST(Hdf5ItemStore, FullMetadata) {
-  const auto path = fresh_path("meta");
+  const auto path = h5_path("meta");
   Hdf5ItemStore store(path);
   Item it = array_item("slide 3/tile/12/40.v%@", ramp(DType::u8, {4, 4}));
   it.meta.version = 2;
@@ -176,7 +171,7 @@ TEST(Hdf5ItemStore, FullMetadata) {
 }
 
 TEST(Hdf5ItemStore, ReplaceEraseAndReopen) {
-  const auto path = fresh_path("reopen");
+  const auto path = h5_path("reopen");
   {
     Hdf5ItemStore store(path);
     for (int i = 0; i < 5; ++i) store.put(array_item("k" + std::to_string(i), ramp(DType::i32, {i + 1})));
@@ -200,7 +195,7 @@ TEST(Hdf5ItemStore, ReplaceEraseAndReopen) {
 // A child process puts items and dies without closing the file: every put
 // that returned must be there.
 TEST(Hdf5ItemStore, PutIsDurableWhenTheProcessDies) {
-  const auto path = fresh_path("killed");
+  const auto path = h5_path("killed");
   const pid_t pid = ::fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
@@ -223,7 +218,7 @@ TEST(Hdf5ItemStore, PutIsDurableWhenTheProcessDies) {
 // The state a crash mid-put leaves: a half-written item under /staging.
 // The store opens, does not list it, and takes new puts.
 TEST(Hdf5ItemStore, DebrisOfAnInterruptedPutIsIgnored) {
-  const auto path = fresh_path("debris");
+  const auto path = h5_path("debris");
   {
     Hdf5ItemStore store(path);
     store.put(array_item("kept", ramp(DType::u8, {8})));
@@ -249,7 +244,7 @@ TEST(Hdf5ItemStore, DebrisOfAnInterruptedPutIsIgnored) {
 }
 
 TEST(Hdf5ItemStore, ErrorsNameTheFileAndItem) {
-  const auto path = fresh_path("notastore");
+  const auto path = h5_path("notastore");
   { std::ofstream(path) << "not hdf5"; }
   try {
     Hdf5ItemStore store(path);
@@ -258,7 +253,7 @@ TEST(Hdf5ItemStore, ErrorsNameTheFileAndItem) {
     EXPECT_NE(std::string(e.what()).find(path.string()), std::string::npos) << e.what();
   }
 
-  const auto ok = fresh_path("errors");
+  const auto ok = h5_path("errors");
   Hdf5ItemStore store(ok);
   Item t;
   t.meta.key = "ragged";
@@ -283,7 +278,7 @@ TEST(Hdf5ItemStore, ErrorsNameTheFileAndItem) {
 }
 
 TEST(Hdf5ItemStore, ConcurrentPutAndFind) {
-  const auto path = fresh_path("threads");
+  const auto path = h5_path("threads");
   Hdf5ItemStore store(path);
   constexpr int threads = 4, per_thread = 25;
   std::vector<std::thread> pool;
@@ -307,7 +302,7 @@ TEST(Hdf5ItemStore, ConcurrentPutAndFind) {
 }  // namespace
 
 TEST(Hdf5ItemStore, ItemsFiledUnderACallersNameKeepTheirOwnMetadata) {
-  const auto path = fresh_path("named");
+  const auto path = h5_path("named");
   const ItemId name{"t7/out", 7, 0};
   {
     Hdf5ItemStore store(path);

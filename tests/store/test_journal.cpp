@@ -10,6 +10,7 @@
 
 #include "flowd/error.hpp"
 #include "store/journal.hpp"
+#include "fresh_path.hpp"
 
 namespace {
 
@@ -17,13 +18,7 @@ namespace fs = std::filesystem;
 using flowd::store::Journal;
 using flowd::wire::ItemId;
 
-fs::path fresh_path(const std::string& name) {
-  const fs::path dir = fs::path(FLOWD_TEST_TMP) / "store";
-  fs::create_directories(dir);
-  const fs::path p = dir / (name + "-" + std::to_string(::getpid()) + ".journal");
-  fs::remove(p);
-  return p;
-}
+fs::path journal_path(const std::string& name) { return flowd::store::test::fresh_path(name, ".journal"); }
 
 std::string slurp(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -44,7 +39,7 @@ std::string error_of(const fs::path& p, const std::string& hash) {
 }
 
 TEST(Journal, AppendReopenDone) {
-  const auto path = fresh_path("basic");
+  const auto path = journal_path("basic");
   {
     Journal j = Journal::open(path, "sha-1");
     EXPECT_EQ(j.size(), 0u);
@@ -72,7 +67,7 @@ TEST(Journal, AppendReopenDone) {
 }
 
 TEST(Journal, TornLastLineIsDroppedWithAWarning) {
-  const auto path = fresh_path("torn");
+  const auto path = journal_path("torn");
   {
     Journal j = Journal::open(path, "h");
     j.record("s", ItemId{"a", 0, 0}, "d1");
@@ -96,7 +91,7 @@ TEST(Journal, TornLastLineIsDroppedWithAWarning) {
 }
 
 TEST(Journal, DamagedLastCompleteLineIsDropped) {
-  const auto path = fresh_path("damaged-last");
+  const auto path = journal_path("damaged-last");
   {
     Journal j = Journal::open(path, "h");
     j.record("s", ItemId{"a", 0, 0}, "d1");
@@ -112,7 +107,7 @@ TEST(Journal, DamagedLastCompleteLineIsDropped) {
 }
 
 TEST(Journal, CorruptLineInTheMiddleIsAnError) {
-  const auto path = fresh_path("corrupt");
+  const auto path = journal_path("corrupt");
   {
     Journal j = Journal::open(path, "h");
     j.record("s", ItemId{"a", 0, 0}, "d1");
@@ -131,7 +126,7 @@ TEST(Journal, CorruptLineInTheMiddleIsAnError) {
 }
 
 TEST(Journal, AnotherWorkflowIsRefused) {
-  const auto path = fresh_path("other");
+  const auto path = journal_path("other");
   {
     Journal j = Journal::open(path, "workflow-A");
     j.record("s", ItemId{"a", 0, 0}, "d");
@@ -144,18 +139,18 @@ TEST(Journal, AnotherWorkflowIsRefused) {
 }
 
 TEST(Journal, NotAJournalAndSecondWriterAreRefused) {
-  const auto path = fresh_path("foreign");
+  const auto path = journal_path("foreign");
   spit(path, "hello world\nsecond line\n");
   EXPECT_NE(error_of(path, "h").find("line 1"), std::string::npos);
 
-  const auto locked = fresh_path("locked");
+  const auto locked = journal_path("locked");
   Journal first = Journal::open(locked, "h");
   const std::string e = error_of(locked, "h");
   EXPECT_NE(e.find("in use"), std::string::npos) << e;
 }
 
 TEST(Journal, TornHeaderStartsAfresh) {
-  const auto path = fresh_path("torn-header");
+  const auto path = journal_path("torn-header");
   const std::string header = Journal::format_line("journal", "h", "", ItemId{}, "flowd-journal/1");
   spit(path, header.substr(0, 10));
   {

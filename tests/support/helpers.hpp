@@ -3,6 +3,7 @@
 // workflow given as JSON text.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -13,6 +14,7 @@
 #include "runtime/provenance.hpp"
 #include "runtime/run.hpp"
 #include "util/log.hpp"
+#include "util/temp_files.hpp"
 #include "workflow/validate.hpp"
 
 namespace flowd::test {
@@ -98,6 +100,36 @@ inline std::string slurp(const fs::path& p) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+// Writes `text` to `p`, making its folder first.
+inline void write(const fs::path& p, const std::string& text) {
+  if (p.has_parent_path()) fs::create_directories(p.parent_path());
+  std::ofstream(p) << text;
+}
+
+inline bool contains(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
+
+// Every file (not folder) under `dir`, relative, sorted; empty when `dir`
+// does not exist.
+inline std::vector<std::string> files_under(const fs::path& dir) {
+  std::vector<std::string> out;
+  if (!fs::exists(dir)) return out;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    if (!e.is_directory()) out.push_back(e.path().lexically_relative(dir).generic_string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Every file under `dir` whose name marks it as a temporary: flowd's own
+// (util/temp_files.hpp) or any "*.tmp", relative.
+inline std::vector<std::string> temporaries(const fs::path& dir) {
+  std::vector<std::string> t;
+  for (const auto& f : files_under(dir)) {
+    const fs::path name = fs::path(f).filename();
+    if (is_flowd_temp(name.string()) || contains(name.string(), "flowd-tmp") || name.extension() == ".tmp") t.push_back(f);
+  }
+  return t;
 }
 
 }  // namespace flowd::test

@@ -9,7 +9,7 @@ namespace flowd::net::membership {
 
 namespace {
 using Clock = std::chrono::steady_clock;
-constexpr auto max_poll = std::chrono::milliseconds(50);
+constexpr auto client_max_poll = std::chrono::milliseconds(50);
 }  // namespace
 
 struct MembershipClient::Impl {
@@ -63,7 +63,7 @@ struct MembershipClient::Impl {
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
       if (left.count() <= 0) throw MembershipError(no_welcome(options.welcome_timeout));
       zmq::pollitem_t item{socket.handle(), 0, ZMQ_POLLIN, 0};
-      zmq::poll(&item, 1, std::min(left, max_poll));
+      zmq::poll(&item, 1, std::min(left, client_max_poll));
       for (auto frames = zio::receive(socket); !frames.empty(); frames = zio::receive(socket)) {
         const auto v = zio::views(frames, 0);
         const auto m = wire::decode(v, options.limits);
@@ -97,7 +97,7 @@ struct MembershipClient::Impl {
           next_beat = now + period;
         }
         const auto wait = std::clamp(std::chrono::duration_cast<std::chrono::milliseconds>(next_beat - Clock::now()),
-                                     std::chrono::milliseconds(0), max_poll);
+                                     std::chrono::milliseconds(0), client_max_poll);
         zmq::pollitem_t item{socket.handle(), 0, ZMQ_POLLIN, 0};
         zmq::poll(&item, 1, wait);
         for (auto frames = zio::receive(socket); !frames.empty(); frames = zio::receive(socket)) {

@@ -12,7 +12,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 // Longest sleep in poll: bounds how long stop takes and how late a loss is
 // noticed beyond its deadline.
-constexpr auto max_poll = std::chrono::milliseconds(50);
+constexpr auto server_max_poll = std::chrono::milliseconds(50);
 // Messages taken per turn before timers get their turn, so a flood cannot
 // starve heartbeats and loss detection.
 constexpr int max_receive_batch = 256;
@@ -214,7 +214,7 @@ struct MembershipServer::Impl {
           next_beat = now + options.heartbeat_period;
         }
         const auto wait = std::clamp(std::chrono::duration_cast<std::chrono::milliseconds>(next_beat - Clock::now()),
-                                     std::chrono::milliseconds(0), max_poll);
+                                     std::chrono::milliseconds(0), server_max_poll);
         zmq::pollitem_t item{socket.handle(), 0, ZMQ_POLLIN, 0};
         zmq::poll(&item, 1, wait);
         for (int n = 0; n < max_receive_batch; ++n) {

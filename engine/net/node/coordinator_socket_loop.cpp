@@ -14,7 +14,7 @@ namespace {
 
 // Longest sleep of the socket thread: bounds how late a membership event is
 // acted on and how long stopping takes. Everything else wakes it at once.
-constexpr auto max_poll = std::chrono::milliseconds(20);
+constexpr auto loop_max_poll = std::chrono::milliseconds(20);
 constexpr int max_receive_batch = 256;
 constexpr std::size_t release_batch = 4096;
 
@@ -92,7 +92,7 @@ void Coordinator::Loop::run() {
   while (!stop) {
     try {
       zmq::pollitem_t items[2] = {{socket.handle(), 0, ZMQ_POLLIN, 0}, {nullptr, core.wake_fd, ZMQ_POLLIN, 0}};
-      zmq::poll(items, 2, outbox.empty() ? max_poll : std::chrono::milliseconds(2));
+      zmq::poll(items, 2, outbox.empty() ? loop_max_poll : std::chrono::milliseconds(2));
       if (items[1].revents & ZMQ_POLLIN) {
         std::uint64_t n = 0;
         [[maybe_unused]] const auto got = ::read(core.wake_fd, &n, sizeof n);

@@ -13,7 +13,7 @@ namespace {
 
 // Short enough that an interrupt or a membership event is noticed at once,
 // long enough not to spin; sockets and completions wake the poll anyway.
-constexpr auto max_poll = std::chrono::milliseconds(50);
+constexpr auto serve_max_poll = std::chrono::milliseconds(50);
 // How long closing waits for a final bye (and the task_failed before it).
 constexpr int bye_linger_ms = 250;
 
@@ -43,7 +43,7 @@ int WorkerNode::Impl::serve() {
       flush();
 
       zmq::pollitem_t items[] = {{socket.handle(), 0, ZMQ_POLLIN, 0}, {nullptr, wake.fd(), ZMQ_POLLIN, 0}};
-      zmq::poll(items, 2, outbox.empty() ? max_poll : std::chrono::milliseconds(5));
+      zmq::poll(items, 2, outbox.empty() ? serve_max_poll : std::chrono::milliseconds(5));
       for (auto frames = zio::receive(socket); !frames.empty(); frames = zio::receive(socket))
         if (const auto h = handle(frames); h != Handled::ok) return h == Handled::bye ? 0 : 3;
       wake.clear();

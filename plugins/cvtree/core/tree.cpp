@@ -46,7 +46,7 @@ void append_name(std::string& out, const std::string& name) {
   out += '\'';
 }
 
-std::string quoted(const std::string& name) {
+std::string quoted_name(const std::string& name) {
   std::string s;
   s += '\'';
   s += name;
@@ -78,7 +78,7 @@ void check_nj_input(std::span<const double> d, std::size_t n, std::span<const st
   for (std::size_t k = 1; k < n; ++k)
     if (names[by_name[k - 1]] == names[by_name[k]])
       nj_fail("names " + std::to_string(std::min(by_name[k - 1], by_name[k])) + " and " +
-              std::to_string(std::max(by_name[k - 1], by_name[k])) + " are both " + quoted(names[by_name[k]]));
+              std::to_string(std::max(by_name[k - 1], by_name[k])) + " are both " + quoted_name(names[by_name[k]]));
 
   double largest = 0.0;
   for (std::size_t i = 0; i < n; ++i)
@@ -487,7 +487,7 @@ std::vector<std::string> sorted_leaf_names(const ParsedTree& tree, const char* w
   std::sort(names.begin(), names.end());
   const auto twice = std::adjacent_find(names.begin(), names.end());
   if (twice != names.end())
-    throw std::invalid_argument("robinson_foulds: leaf " + quoted(*twice) + " appears more than once in the " + which +
+    throw std::invalid_argument("robinson_foulds: leaf " + quoted_name(*twice) + " appears more than once in the " + which +
                                 " tree");
   return names;
 }
@@ -545,9 +545,9 @@ std::size_t robinson_foulds(const ParsedTree& a, const ParsedTree& b) {
   if (leaves != other) {
     const auto [ia, ib] = std::mismatch(leaves.begin(), leaves.end(), other.begin(), other.end());
     if (ib == other.end() || (ia != leaves.end() && *ia < *ib))
-      throw std::invalid_argument("robinson_foulds: leaf " + quoted(*ia) +
+      throw std::invalid_argument("robinson_foulds: leaf " + quoted_name(*ia) +
                                   " is in the first tree but not in the second");
-    throw std::invalid_argument("robinson_foulds: leaf " + quoted(*ib) + " is in the second tree but not in the first");
+    throw std::invalid_argument("robinson_foulds: leaf " + quoted_name(*ib) + " is in the second tree but not in the first");
   }
   const std::vector<Split> sa = splits_of(a, leaves);
   const std::vector<Split> sb = splits_of(b, leaves);

@@ -9,18 +9,13 @@
 
 #include "reference.hpp"
 #include "segment/segment.hpp"
+#include "same_mat.hpp"
 
 namespace fn = flowd::nuclei;
 
-namespace {
+using flowd::nuclei::test::same;
 
-bool same(const cv::Mat& a, const cv::Mat& b) {
-  if (a.size() != b.size() || a.type() != b.type()) return false;
-  if (a.empty()) return true;
-  cv::Mat d;
-  cv::compare(a, b, d, cv::CMP_NE);
-  return cv::countNonZero(d.reshape(1)) == 0;
-}
+namespace {
 
 // A mask of random overlapping discs plus salt noise.
 cv::Mat random_mask(std::mt19937& rng, int rows, int cols, int discs, double salt = 0.02) {

@@ -8,8 +8,11 @@
 
 #include "segment/pipeline.hpp"
 #include "segment/select.hpp"
+#include "same_mat.hpp"
 
 namespace fn = flowd::nuclei;
+
+using flowd::nuclei::test::same;
 
 namespace {
 
@@ -35,13 +38,6 @@ cv::Mat drawn_tile(int size, std::uint64_t seed, int* count) {
   out += noise;
   out.convertTo(out, CV_8UC3);
   return out;
-}
-
-bool same(const cv::Mat& a, const cv::Mat& b) {
-  if (a.size() != b.size() || a.type() != b.type()) return false;
-  cv::Mat d;
-  cv::compare(a, b, d, cv::CMP_NE);
-  return cv::countNonZero(d.reshape(1)) == 0;
 }
 
 }  // namespace
