@@ -7,9 +7,10 @@
 // 1 MB buffers after every tile; by default most of it went back to the kernel
 // and came back as fresh zeroed pages for the next tile: ~1,500 page faults,
 // ~2.5 ms, on a ~55 ms 512² tile of the nuclei job (docs/benchmarks.md, §5.4).
-// flowd keeps up to 64 MiB free per heap and serves blocks below 4 MiB from
-// the heaps; larger ones (whole 4096² planes) are still mmap'ed and returned
-// at once, so the peak memory of large-tile jobs does not grow.
+// flowd keeps up to 64 MiB free per heap and serves blocks below 32 MiB
+// (items, and the messages that carry them between nodes) from the heaps;
+// larger ones (whole 4096² planes) are still mmap'ed and returned at once, so
+// the peak memory of large-tile jobs does not grow.
 namespace flowd {
 
 // Applies the settings above unless the user chose malloc settings of their
