@@ -1,4 +1,4 @@
-// flowd run / flowd validate / flowd calibrate.
+// flowd run / flowd validate / flowd calibrate (a workflow, or --transfer).
 #include <cstdlib>
 #include <iostream>
 #include <thread>
@@ -19,6 +19,7 @@
 #include "net/cluster/launcher.hpp"
 #include "net/cluster/rendezvous.hpp"
 #include "net/node/worker_node.hpp"
+#include "net/transport/transfer_cost.hpp"
 #include "runtime/provenance.hpp"
 #include "runtime/run.hpp"
 #include "runtime/schedulers.hpp"
@@ -434,21 +435,63 @@ int cmd_run(const Args& args, const std::vector<std::string>& full_command_line)
   return exit_code(report.status);
 }
 
+namespace {
+
+// `flowd calibrate --transfer`: what moving items costs this machine's CPUs,
+// for a sites file's hosts (docs/cluster.md "Sites").
+int calibrate_transfer(double item_mb, int fetches) {
+  if (!(item_mb > 0 && item_mb <= 4096) || fetches < 1) {
+    std::cerr << "flowd: --transfer-mb must be in (0, 4096] and --transfer-fetches at least 1\n";
+    return exit_usage;
+  }
+  try {
+    const auto cost =
+        net::transport::measure_transfer_cost(static_cast<std::uint64_t>(item_mb * 1e6), fetches);
+    const double ms_per_mb_both = cost.cpu_seconds_per_byte * 1e6 * 1e3;
+    std::cout << "moving items over loopback TCP" << (cost.curve ? " with CURVE" : " (libzmq without CURVE: unencrypted)")
+              << ", " << fetches << " fetches of " << item_mb << " MB: " << cost.bytes_per_second / 1e6
+              << " MB/s, " << ms_per_mb_both << " ms of CPU per MB at both ends together\n"
+              << "transfer_cpu_ms_per_mb " << ms_per_mb_both / 2 << "\n"
+              << "(each end's share, for the hosts of a sites file; a real network's kernel work is not in it)\n";
+  } catch (const std::exception& ex) {
+    std::cerr << "flowd: calibrate --transfer: " << ex.what() << "\n";
+    return exit_run_failed;
+  }
+  return exit_ok;
+}
+
+}  // namespace
+
 int cmd_calibrate(const Args& args) {
   CommonOptions o;
   ExecOptions e;
   e.limit = 8;
+  bool transfer = false;
+  double transfer_mb = 4;
+  int transfer_fetches = 64;
   po::options_description desc("Options");
-  desc.add_options()("workflow", po::value(&o.workflow)->required(), "workflow JSON file");
+  desc.add_options()("workflow", po::value(&o.workflow), "workflow JSON file");
+  desc.add_options()
+      ("transfer", po::bool_switch(&transfer),
+       "instead of a workflow: measure the CPU that moving items between nodes costs this machine "
+       "(transfer_cpu_ms_per_mb of a sites file's hosts)")
+      ("transfer-mb", po::value(&transfer_mb), "with --transfer: the size of the item moved, in MB (default 4)")
+      ("transfer-fetches", po::value(&transfer_fetches), "with --transfer: how often it is fetched (default 64)");
   add_exec(desc, e);
   add_common(desc, o);
   po::variables_map vm;
-  if (auto rc = parse_command(args, desc,
-                              "usage: flowd calibrate WORKFLOW.json [options]\n"
-                              "Runs a sample of items (--limit, default 8 per source) on every available variant, writes\n"
-                              "no outputs, and records the durations in the performance model.",
-                              "workflow", vm))
-    return *rc;
+  const char* usage =
+      "usage: flowd calibrate WORKFLOW.json [options]\n"
+      "       flowd calibrate --transfer [--transfer-mb MB] [--transfer-fetches N]\n"
+      "Runs a sample of items (--limit, default 8 per source) on every available variant, writes\n"
+      "no outputs, and records the durations in the performance model. With --transfer, measures\n"
+      "instead what moving items costs this machine's CPUs, for a sites file (docs/cluster.md \"Sites\").";
+  if (auto rc = parse_command(args, desc, usage, "workflow", vm)) return *rc;
+  if (transfer != o.workflow.empty()) {
+    std::cerr << "flowd: calibrate takes a workflow or --transfer (one of them)\n" << usage << "\n";
+    return exit_usage;
+  }
+  if (transfer) return calibrate_transfer(transfer_mb, transfer_fetches);
   if (e.no_perf_model) {
     std::cerr << "flowd: calibrate writes the performance model; --no-perf-model makes no sense here\n";
     return exit_usage;

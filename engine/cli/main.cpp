@@ -18,6 +18,7 @@ constexpr const char* usage = R"(usage: flowd WORKFLOW.json [options]       run 
        flowd plugins [options]                 list plugins and their operators
        flowd inspect OPERATOR|PLUGIN [options] ports, parameters and docs of one operator
        flowd calibrate WORKFLOW.json [options] measure every variant on a sample; update the performance model
+       flowd calibrate --transfer              what moving items costs this machine's CPUs (for a sites file)
        flowd perf [options]                    what the performance model has learnt
        flowd plan WORKFLOW.json --sites S --profile P  where each stage should run on a chain of sites
        flowd keygen [NAME] [options]           a CURVE key pair (NAME.key, NAME.pub) for TCP endpoints

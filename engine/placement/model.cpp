@@ -38,9 +38,11 @@ namespace {
 // Adds `bytes` and `items` per source item sent from site `from` to site
 // `to` along the chain: forward links (index j: site j to j + 1) when `to`
 // lies after `from`, backward ones (index m − 1 + j: site j + 1 to j) when
-// before. Each direction of a link has the link's bandwidth.
-void cross(const Problem& p, Prediction& out, std::vector<bool>& used, std::size_t from, std::size_t to,
-           double bytes, double items) {
+// before. Each direction of a link has the link's bandwidth. The two ends
+// also note the bytes they moved (`moved`: what their hosts' CPUs pay);
+// sites between them forward at the network's level, which costs them none.
+void cross(const Problem& p, Prediction& out, std::vector<bool>& used, std::vector<double>& moved, std::size_t from,
+           std::size_t to, double bytes, double items) {
   const std::size_t back = p.sites.links.size();
   const std::size_t lo = std::min(from, to), hi = std::max(from, to);
   for (std::size_t j = lo; j < hi; ++j) {
@@ -50,14 +52,20 @@ void cross(const Problem& p, Prediction& out, std::vector<bool>& used, std::size
     out.link_bytes[d] += bytes;
     used[d] = used[d] || bytes > 0 || items > 0;
   }
+  if (from != to) {
+    moved[from] += bytes;
+    moved[to] += bytes;
+  }
 }
 
-// T(H) of every host, from each site's compute per item at speed 1.
-void hosts(const Problem& p, Prediction& out, const std::vector<double>& parallel) {
+// T(H) of every host, from each site's compute per item at speed 1 and the
+// bytes its sites send and receive.
+void hosts(const Problem& p, Prediction& out, const std::vector<double>& parallel, const std::vector<double>& moved) {
   out.host_seconds.assign(p.sites.hosts.size(), 0.0);
   for (std::size_t h = 0; h < p.sites.hosts.size(); ++h) {
     const Host& host = p.sites.hosts[h];
-    for (const std::size_t j : host.sites) out.host_seconds[h] += parallel[j] / p.sites.sites[j].speed;
+    for (const std::size_t j : host.sites)
+      out.host_seconds[h] += parallel[j] / p.sites.sites[j].speed + moved[j] * host.transfer_cpu;
     out.host_seconds[h] /= host.cores;
   }
 }
@@ -112,22 +120,23 @@ Prediction predict(const Problem& p, const Placement& where) {
     throw std::invalid_argument("placement: a stage placed on a site that does not exist, or a fixed one elsewhere");
   Prediction out = empty_prediction(p);
   std::vector<bool> used(2 * p.sites.links.size(), false);
+  std::vector<double> moved(p.sites.size(), 0.0);
   const std::size_t last = p.sites.size() - 1;
   std::vector<double> parallel(p.sites.size(), 0.0), serial(p.sites.size(), 0.0);
   for (std::size_t i = 0; i < p.stages.size(); ++i) {
     const StageCost& s = p.stages[i];
     parallel[where[i]] += s.seconds;
     if (s.source) serial[where[i]] += s.seconds;
-    if (s.source && s.input_bytes > 0) cross(p, out, used, 0, where[i], s.input_bytes, 1.0);
+    if (s.source && s.input_bytes > 0) cross(p, out, used, moved, 0, where[i], s.input_bytes, 1.0);
     // Each consumer on another site pulls the output from where it was
     // made (flowd does not relay items), and a sink's results go to the
     // last site.
     for (const std::size_t c : s.consumers)
-      if (where[c] != where[i]) cross(p, out, used, where[i], where[c], s.bytes_out, s.items_out);
-    if (s.sink) cross(p, out, used, where[i], last, s.bytes_out, s.items_out);
+      if (where[c] != where[i]) cross(p, out, used, moved, where[i], where[c], s.bytes_out, s.items_out);
+    if (s.sink) cross(p, out, used, moved, where[i], last, s.bytes_out, s.items_out);
   }
   for (std::size_t j = 0; j < p.sites.size(); ++j) out.site_seconds[j] = site_time(p.sites.sites[j], parallel[j], serial[j]);
-  hosts(p, out, parallel);
+  hosts(p, out, parallel, moved);
   finish(p, out, used);
   return out;
 }
@@ -135,6 +144,7 @@ Prediction predict(const Problem& p, const Placement& where) {
 Prediction predict_demand_driven(const Problem& p) {
   Prediction out = empty_prediction(p);
   std::vector<bool> used(2 * p.sites.links.size(), false);
+  std::vector<double> moved(p.sites.size(), 0.0);
   const std::size_t last = p.sites.size() - 1, home = p.sites.coordinator < p.sites.size() ? p.sites.coordinator : last;
   double total_capacity = 0;
   for (const Site& s : p.sites.sites) total_capacity += capacity(s);
@@ -145,8 +155,8 @@ Prediction predict_demand_driven(const Problem& p) {
     if (on_coordinator) {
       parallel[home] += s.seconds;
       if (s.source) serial[home] += s.seconds;
-      if (s.source && s.input_bytes > 0) cross(p, out, used, 0, home, s.input_bytes, 1.0);
-      if (s.sink) cross(p, out, used, home, last, s.bytes_out, s.items_out);
+      if (s.source && s.input_bytes > 0) cross(p, out, used, moved, 0, home, s.input_bytes, 1.0);
+      if (s.sink) cross(p, out, used, moved, home, last, s.bytes_out, s.items_out);
       continue;
     }
     // Its share on each site: compute there, its inputs out from the
@@ -160,12 +170,12 @@ Prediction predict_demand_driven(const Problem& p) {
     for (std::size_t j = 0; j < p.sites.size(); ++j) {
       const double share = capacity(p.sites.sites[j]) / total_capacity;
       parallel[j] += share * s.seconds;
-      cross(p, out, used, home, j, share * in_bytes, share * in_items);
-      cross(p, out, used, j, home, share * s.bytes_out, share * s.items_out);
+      cross(p, out, used, moved, home, j, share * in_bytes, share * in_items);
+      cross(p, out, used, moved, j, home, share * s.bytes_out, share * s.items_out);
     }
   }
   for (std::size_t j = 0; j < p.sites.size(); ++j) out.site_seconds[j] = site_time(p.sites.sites[j], parallel[j], serial[j]);
-  hosts(p, out, parallel);
+  hosts(p, out, parallel, moved);
   finish(p, out, used);
   return out;
 }

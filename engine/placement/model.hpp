@@ -18,8 +18,10 @@
 // Consumers may sit before their producer in the chain (a coordinator at
 // the last site sends tiles back to the cluster): the paper's chain is the
 // case where every item flows forward. Sites on one host (sites.hpp) also
-// share its cores: per item
-//   T(H) = Σ over its sites j, over their stages, of seconds / speed_j / cores_H.
+// share its cores, and pay the CPU of moving items: per item
+//   T(H) = (Σ over its sites j, over their stages, of seconds / speed_j
+//           + Σ over its sites j of the bytes j sends and receives · transfer_cpu_H) / cores_H
+// (each end of a crossing pays; sites an item only passes through pay nothing).
 // For N items
 //   total = (N − 1) · max_k T_k + Σ_j T(C_j) + Σ_j T(L_j) + Σ latencies of the links used,
 // the bottleneck k being a site, a link or a host: the stream's steady state

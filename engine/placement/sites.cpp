@@ -55,7 +55,8 @@ void parse_hosts(const Json& hosts, Sites& out, Diagnostics& d) {
       continue;
     }
     for (const auto& [k, v] : h.items())
-      if (k != "name" && k != "cores" && k != "sites") d.add(at + workflow::pointer({k}), "unknown key \"" + k + "\"");
+      if (k != "name" && k != "cores" && k != "sites" && k != "transfer_cpu_ms_per_mb")
+        d.add(at + workflow::pointer({k}), "unknown key \"" + k + "\"");
     Host host;
     if (!h.contains("name") || !h["name"].is_string() || h["name"].get<std::string>().empty()) {
       d.add(at + "/name", "expected a non-empty name");
@@ -64,6 +65,7 @@ void parse_hosts(const Json& hosts, Sites& out, Diagnostics& d) {
       if (!names.insert(host.name).second) d.add(at + "/name", "the host \"" + host.name + "\" is named twice");
     }
     host.cores = number(h, at, "cores", 1.0, true, 0.0, false, d);
+    host.transfer_cpu = number(h, at, "transfer_cpu_ms_per_mb", 0.0, false, 0.0, true, d) / 1e3 / 1e6;
     const Json sites = h.value("sites", Json());
     if (!sites.is_array() || sites.empty()) {
       d.add(at + "/sites", "expected a list of the names of the sites on this host");

@@ -9,12 +9,16 @@
 //    "links": [{"from": "storage", "to": "cluster", "bandwidth_mb_s": 10,
 //               "latency_ms": 5, "message_overhead_ms": 0.2}, ...],
 //    "coordinator": "workstation",
-//    "hosts": [{"name": "vm", "cores": 2, "sites": ["storage", "cluster"]}]}
+//    "hosts": [{"name": "vm", "cores": 2, "sites": ["storage", "cluster"],
+//               "transfer_cpu_ms_per_mb": 4.5}]}
 //
 // "hosts" (optional) names sites that share one machine's cores: virtual
 // machines or containers on one box, or an emulation of several sites on
 // one computer. Their stages then compete for those cores as well as for
-// their own site's nodes.
+// their own site's nodes, and so does moving items: each MB one of its
+// sites sends or receives costs the host transfer_cpu_ms_per_mb of CPU
+// (encryption, copies, the kernel's network stack; `flowd calibrate
+// --transfer` measures it).
 //
 // Read with every problem reported at its JSON pointer, as workflows are.
 #include <cstddef>
@@ -39,6 +43,9 @@ struct Host {
   std::string name;
   double cores = 1;
   std::vector<std::size_t> sites;  // indices into Sites::sites
+  // CPU seconds per byte one of its sites sends or receives over a link
+  // (each end of a crossing pays its own).
+  double transfer_cpu = 0;
 };
 
 // The link between sites[i] and sites[i + 1].

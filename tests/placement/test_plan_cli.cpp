@@ -1,9 +1,11 @@
 // `flowd plan` and `flowd run --stage-profile` (engine/cli/cmd_plan.cpp): a
 // profile measured by a run plans a chain of test stages; the plan is
 // printed beside the defaults and written as JSON; a bad sites file or a
-// profile missing a stage is refused (exit 2) naming what is wrong.
+// profile missing a stage is refused (exit 2) naming what is wrong;
+// `flowd calibrate --transfer` measures what a sites file's hosts pay per MB.
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -129,4 +131,24 @@ TEST(PlanCli, BadSitesAndIncompleteProfilesAreRefusedNamingTheProblem) {
                                              "--fix", "twice=moon"});
   EXPECT_EQ(bad_fix.code, 2);
   EXPECT_NE(bad_fix.err.find("--fix twice=moon: no site 'moon'"), std::string::npos) << bad_fix.err;
+}
+
+TEST(PlanCli, CalibrateTransferMeasuresTheCpuOfMovingItems) {
+  const auto dir = test::scratch();
+  const auto r = test::flowd_cmd(dir, {"calibrate", "--transfer", "--transfer-mb", "1", "--transfer-fetches", "8"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto at = r.out.find("transfer_cpu_ms_per_mb ");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  const double ms = std::stod(r.out.substr(at + 23));
+  // Moving a MB costs something, and far less than a second.
+  EXPECT_GT(ms, 0.0) << r.out;
+  EXPECT_LT(ms, 1000.0) << r.out;
+  EXPECT_NE(r.out.find("MB/s"), std::string::npos) << r.out;
+  // A workflow or --transfer, one of them; sizes that make sense.
+  for (const std::vector<std::string>& bad : std::vector<std::vector<std::string>>{
+           {"calibrate"}, {"calibrate", "wf.json", "--transfer"}, {"calibrate", "--transfer", "--transfer-mb", "0"}}) {
+    const auto b = test::flowd_cmd(dir, bad);
+    EXPECT_EQ(b.code, 1) << b.err;
+    EXPECT_FALSE(b.err.empty());
+  }
 }

@@ -11,6 +11,7 @@
 #include "placement/planner.hpp"
 
 using namespace flowd::placement;
+namespace placement = flowd::placement;  // flowd::Placement (an array's) is another
 
 namespace {
 
@@ -93,13 +94,35 @@ TEST(PlacementModel, SitesOnOneHostShareItsCores) {
   EXPECT_EQ(predict(p, {0, 0, 2}).bottleneck_name, "site A");
 }
 
+TEST(PlacementModel, AHostsCpuPaysForWhatItsSitesSendAndReceive) {
+  // All three sites on one core that spends 10 ms of CPU per MB at each
+  // end of a crossing.
+  Problem p = hand_problem();
+  p.sites.hosts = {{"box", 1.0, {0, 1, 2}, 10e-3 / 1e6}};
+  // Read at A, segment at B, write at C: the 4 MB input crosses A -> B
+  // (paid by A and by B), the 100 kB labels B -> C (by B and C): 8.2 MB,
+  // 0.082 s, on top of 0.01 + 0.4 + 0.02 / 0.5 s of compute.
+  const Prediction a = predict(p, {0, 1, 2});
+  EXPECT_NEAR(a.host_seconds[0], 0.45 + 0.082, 1e-12);
+  EXPECT_EQ(a.bottleneck_name, "host box");
+  // Everything at A: only the sink's 10 kB of results go to C, passing B,
+  // which forwards them at the network's level and pays nothing.
+  const Prediction b = predict(p, {0, 0, 0});
+  EXPECT_NEAR(b.host_seconds[0], 0.43 + 2e4 * 1e-8, 1e-12);
+  // The links' own times do not change.
+  EXPECT_NEAR(a.link_seconds[0], predict(hand_problem(), {0, 1, 2}).link_seconds[0], 1e-15);
+  // On two cores, the same work over two.
+  p.sites.hosts[0].cores = 2;
+  EXPECT_NEAR(predict(p, {0, 1, 2}).host_seconds[0], (0.45 + 0.082) / 2, 1e-12);
+}
+
 TEST(PlacementPlanner, TheBestOfTheHandChain) {
   const Problem p = hand_problem();
   // Everything on B: the input crosses A→B (the bottleneck either way),
   // and B's two nodes compute faster than A's one or C's slow one.
   for (const Plan& plan : {plan_exhaustive(p), plan_dp(p)}) {
     SCOPED_TRACE(plan.method);
-    EXPECT_EQ(plan.where, (Placement{1, 1, 1}));
+    EXPECT_EQ(plan.where, (placement::Placement{1, 1, 1}));
     EXPECT_NEAR(plan.predicted.total, 99 * 0.401 + (0.215 + 0.401 + 1e-4 + 0.012), 1e-9);
   }
   EXPECT_EQ(plan(p).method, "exhaustive");
@@ -113,7 +136,7 @@ namespace {
 // The total of a chain placement, from the formula directly: stage i reads
 // stage i − 1; stage 0, the source, reads the input at site 0 on one node
 // of its site; the last writes results that go to the last site.
-double reference_total(const Problem& p, const Placement& w) {
+double reference_total(const Problem& p, const placement::Placement& w) {
   const std::size_t m = p.sites.size(), n = p.stages.size();
   // Directed links: forward j (site j to j + 1), backward m − 1 + j.
   std::vector<double> site(m, 0), serial(m, 0), link(2 * (m - 1), 0), bytes(2 * (m - 1), 0);
@@ -174,7 +197,7 @@ TEST(PlacementPlanner, BothSearchesFindTheBruteForceOptimumOnRandomChains) {
     // Brute force over every placement with the reference formula: the best
     // of all, and the best of those where every item flows forward.
     double best = INFINITY, best_forward = INFINITY;
-    Placement w(p.stages.size(), 0);
+    placement::Placement w(p.stages.size(), 0);
     for (;;) {
       const double r = reference_total(p, w);
       EXPECT_NEAR(predict(p, w).total, r, 1e-9 * std::max(1.0, r)) << "the model agrees with the formula";
@@ -217,7 +240,7 @@ TEST(PlacementPlanner, ADiamondIsSearchedWholeByTheExhaustiveSearch) {
       EXPECT_EQ(f.where[0], last) << f.method;
       EXPECT_EQ(f.where[3], last) << f.method;
     }
-    Placement w(4, 0);
+    placement::Placement w(4, 0);
     for (;;) {
       if (feasible(p, w)) {
         EXPECT_LE(e.predicted.total, predict(p, w).total * (1 + 1e-12));

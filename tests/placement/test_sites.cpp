@@ -60,19 +60,21 @@ TEST(Sites, HostsNameTheSitesThatShareAMachine) {
   const auto s = parse_sites(Json::parse(R"({"version": 1,
     "sites": [{"name": "a"}, {"name": "b"}, {"name": "c"}],
     "links": [{"from": "a", "to": "b", "bandwidth_mb_s": 1}, {"from": "b", "to": "c", "bandwidth_mb_s": 1}],
-    "hosts": [{"name": "vm", "cores": 2, "sites": ["a", "c"]}]})"), "s.json");
+    "hosts": [{"name": "vm", "cores": 2, "sites": ["a", "c"], "transfer_cpu_ms_per_mb": 4.5}]})"), "s.json");
   ASSERT_EQ(s.hosts.size(), 1u);
   EXPECT_EQ(s.hosts[0].name, "vm");
   EXPECT_DOUBLE_EQ(s.hosts[0].cores, 2);
   EXPECT_EQ(s.hosts[0].sites, (std::vector<std::size_t>{0, 2}));
+  EXPECT_DOUBLE_EQ(s.hosts[0].transfer_cpu, 4.5e-9);  // seconds per byte
   const std::string p = problems(R"({"version": 1,
     "sites": [{"name": "a"}, {"name": "b"}],
     "links": [{"from": "a", "to": "b", "bandwidth_mb_s": 1}],
     "hosts": [{"name": "vm", "cores": 0, "sites": ["a", "x"], "ram": 4},
-              {"name": "vm", "cores": 1, "sites": ["a"]}, {"cores": 1, "sites": []}, 7]})");
+              {"name": "vm", "cores": 1, "sites": ["a"], "transfer_cpu_ms_per_mb": -1}, {"cores": 1, "sites": []}, 7]})");
   for (const char* want : {"/hosts/0/cores: must be greater than 0", "/hosts/0/sites/1: expected the name of one of the sites",
                            "/hosts/0/ram: unknown key", "/hosts/1/name: the host \"vm\" is named twice",
                            "/hosts/1/sites/0: the site \"a\" is on host \"vm\" already",
+                           "/hosts/1/transfer_cpu_ms_per_mb: must be at least 0",
                            "/hosts/2/name: expected a non-empty name", "/hosts/2/sites: expected a list",
                            "/hosts/3: expected an object"})
     EXPECT_NE(p.find(want), std::string::npos) << want << "\nin:\n" << p;

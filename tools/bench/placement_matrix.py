@@ -23,7 +23,7 @@ once its source sits by its data).
 
   tools/bench/placement_matrix.py BUILD OUTDIR [--rounds R] [--bandwidths 4,16,100]
       [--chains 111,221] [--workflows nuclei,virtual-microscope] [--input SPEC]
-      [--coordinator data|compute|client]
+      [--coordinator data|compute|client] [--host-cores N] [--transfer-cpu MS_PER_MB]
 
 Writes OUTDIR/results.json (every run) and OUTDIR/summary.md (one row per
 workflow, chain and bandwidth); prints the summary.
@@ -56,14 +56,24 @@ def pngs(folder):
     return out
 
 
-def sites_file(path, nodes, mb_s, coordinator, host_cores):
+def transfer_cpu(flowd, env):
+    """This machine's CPU per MB moved, one end's share (flowd calibrate --transfer)."""
+    r = run([str(flowd), "calibrate", "--transfer"], env=env)
+    m = re.search(r"^transfer_cpu_ms_per_mb ([0-9.eE+-]+)$", r.stdout, re.M)
+    if r.returncode != 0 or not m:
+        sys.exit(f"flowd calibrate --transfer failed:\n{r.stdout}{r.stderr}")
+    return float(m.group(1))
+
+
+def sites_file(path, nodes, mb_s, coordinator, host_cores, cpu_ms_per_mb):
     names = ["data", "compute", "client"]
     doc = {"version": 1, "coordinator": coordinator,
            "sites": [{"name": n, "nodes": k} for n, k in zip(names, nodes)],
            "links": [{"from": names[i], "to": names[i + 1], "bandwidth_mb_s": mb_s} for i in range(2)]}
     if host_cores > 0:
         # Every namespace runs on this machine: the sites share its cores.
-        doc["hosts"] = [{"name": "this-machine", "cores": host_cores, "sites": names}]
+        doc["hosts"] = [{"name": "this-machine", "cores": host_cores, "sites": names,
+                         "transfer_cpu_ms_per_mb": cpu_ms_per_mb}]
     Path(path).write_text(json.dumps(doc, indent=2) + "\n")
 
 
@@ -79,6 +89,8 @@ def main():
     ap.add_argument("--coordinator", default="client", choices=["data", "compute", "client"])
     ap.add_argument("--host-cores", type=int, default=os.cpu_count(),
                     help="the cores all sites share (they run on this machine); 0: tell the planner nothing")
+    ap.add_argument("--transfer-cpu", type=float, default=None,
+                    help="ms of CPU per MB moved at each end, for the host (default: flowd calibrate --transfer)")
     a = ap.parse_args()
     build = Path(a.build).resolve()
     flowd = build / "bin" / "flowd"
@@ -86,6 +98,8 @@ def main():
     out.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, FLOWD_PLUGIN_PATH=str(build / "lib" / "flowd" / "plugins"))
     common = ["--gpu", "none", "--no-perf-model", "--set", "input=" + a.input]
+    cpu_ms_per_mb = a.transfer_cpu if a.transfer_cpu is not None else transfer_cpu(flowd, env)
+    print(f"transfer_cpu_ms_per_mb {cpu_ms_per_mb:.3f}", flush=True)
     results = []
     summary = []
     for wf_name in a.workflows.split(","):
@@ -111,7 +125,7 @@ def main():
             for bw in [float(x) for x in a.bandwidths.split(",")]:
                 tag = f"{wf_name}-{chain}-{bw:g}"
                 sites = out / f"sites-{chain}-{bw:g}.json"
-                sites_file(sites, nodes, bw, a.coordinator, a.host_cores)
+                sites_file(sites, nodes, bw, a.coordinator, a.host_cores, cpu_ms_per_mb)
                 planned = out / f"plan-{tag}.json"
                 r = run([str(flowd), "plan", str(wf), "--sites", str(sites), "--profile", str(prof), "--write",
                          str(planned)] + [f"--fix={x}=data" for x in sources], env=env)
