@@ -3,7 +3,6 @@
 #include <sys/resource.h>
 
 #include <chrono>
-#include <optional>
 
 #include "net/security/keys.hpp"
 #include "net/transport/client.hpp"
@@ -62,10 +61,9 @@ TransferCost measure_transfer_cost(std::uint64_t item_bytes, int fetches) {
   for (int i = 0; i < fetches; ++i) cli.fetch(srv.endpoint(), id, patience);
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const double cpu = process_cpu_seconds() - cpu0;
-  out.fetches = fetches;
-  out.bytes = item_bytes * static_cast<std::uint64_t>(fetches);
-  out.cpu_seconds_per_byte = cpu / static_cast<double>(out.bytes);
-  out.bytes_per_second = wall > 0 ? static_cast<double>(out.bytes) / wall : 0;
+  const auto bytes = static_cast<double>(item_bytes) * fetches;
+  out.cpu_seconds_per_byte = cpu / bytes;
+  out.bytes_per_second = wall > 0 ? bytes / wall : 0;
   return out;
 }
 

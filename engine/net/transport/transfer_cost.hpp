@@ -14,8 +14,6 @@ namespace flowd::net::transport {
 struct TransferCost {
   double cpu_seconds_per_byte = 0;  // both ends together
   double bytes_per_second = 0;      // wall-clock throughput of the fetches
-  std::uint64_t bytes = 0;          // moved in the timed fetches
-  int fetches = 0;
   bool curve = false;  // encrypted (libzmq with CURVE), as between sites
 };
 
