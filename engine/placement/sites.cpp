@@ -1,6 +1,9 @@
 #include "placement/sites.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <initializer_list>
+#include <string_view>
 #include <set>
 
 #include "workflow/diagnostics.hpp"
@@ -40,6 +43,14 @@ double number(const Json& obj, const std::string& at, const char* key, double fa
   return x;
 }
 
+// Every member of `obj` not in `known`, as a problem at its pointer.
+void unknown_keys(const Json& obj, const std::string& at, std::initializer_list<std::string_view> known,
+                  Diagnostics& d) {
+  for (const auto& [k, v] : obj.items())
+    if (std::find(known.begin(), known.end(), k) == known.end())
+      d.add(at + workflow::pointer({k}), "unknown key \"" + k + "\"");
+}
+
 void parse_hosts(const Json& hosts, Sites& out, Diagnostics& d) {
   if (!hosts.is_array()) {
     d.add("/hosts", "expected a list of hosts, each {\"name\", \"cores\", \"sites\"}");
@@ -54,9 +65,7 @@ void parse_hosts(const Json& hosts, Sites& out, Diagnostics& d) {
       d.add(at, "expected an object");
       continue;
     }
-    for (const auto& [k, v] : h.items())
-      if (k != "name" && k != "cores" && k != "sites" && k != "transfer_cpu_ms_per_mb")
-        d.add(at + workflow::pointer({k}), "unknown key \"" + k + "\"");
+    unknown_keys(h, at, {"name", "cores", "sites", "transfer_cpu_ms_per_mb"}, d);
     Host host;
     if (!h.contains("name") || !h["name"].is_string() || h["name"].get<std::string>().empty()) {
       d.add(at + "/name", "expected a non-empty name");
@@ -93,9 +102,7 @@ Sites parse_sites(const Json& doc, const std::string& file) {
   Diagnostics d;
   Sites out;
   if (!doc.is_object()) throw workflow::ValidationError(file, {{"", "expected an object with \"sites\" and \"links\""}});
-  for (const auto& [k, v] : doc.items())
-    if (k != "version" && k != "sites" && k != "links" && k != "coordinator" && k != "hosts")
-      d.add(workflow::pointer({k}), "unknown key \"" + k + "\"");
+  unknown_keys(doc, "", {"version", "sites", "links", "coordinator", "hosts"}, d);
   if (!doc.contains("version") || !doc["version"].is_number_integer() || doc["version"].get<std::int64_t>() != 1)
     d.add("/version", "expected 1");
   const Json sites = doc.value("sites", Json());
@@ -110,9 +117,7 @@ Sites parse_sites(const Json& doc, const std::string& file) {
         d.add(at, "expected an object");
         continue;
       }
-      for (const auto& [k, v] : s.items())
-        if (k != "name" && k != "nodes" && k != "speed" && k != "label")
-          d.add(at + workflow::pointer({k}), "unknown key \"" + k + "\"");
+      unknown_keys(s, at, {"name", "nodes", "speed", "label"}, d);
       Site site;
       if (!s.contains("name") || !s["name"].is_string() || s["name"].get<std::string>().empty()) {
         d.add(at + "/name", "expected a non-empty name");
@@ -151,9 +156,7 @@ Sites parse_sites(const Json& doc, const std::string& file) {
         d.add(at, "expected an object");
         continue;
       }
-      for (const auto& [k, v] : l.items())
-        if (k != "from" && k != "to" && k != "bandwidth_mb_s" && k != "latency_ms" && k != "message_overhead_ms")
-          d.add(at + workflow::pointer({k}), "unknown key \"" + k + "\"");
+      unknown_keys(l, at, {"from", "to", "bandwidth_mb_s", "latency_ms", "message_overhead_ms"}, d);
       // The chain's order: link i joins sites i and i + 1.
       for (const auto& [key, expect] : {std::pair{"from", i}, std::pair{"to", i + 1}}) {
         if (!l.contains(key) || !l[key].is_string()) {
