@@ -12,6 +12,7 @@ void add_coordinator_options(po::options_description& d, ClusterOptions& o) {
       ("workers", po::value(&o.workers), "run on N local worker processes (keys generated in memory, loopback only)")
       ("worker-cpus", po::value(&o.worker_cpus), "CPU threads per local worker process (default: cores / workers, at least 1)")
       ("worker-lookahead", po::value(&o.worker_lookahead), "tasks each local worker asks for beyond its threads (default: = threads)")
+      ("worker-pull-ahead", po::value(&o.worker_pull_ahead), "of those, tasks whose inputs each local worker pulls while its threads are busy (default 1)")
       ("worker-store", po::value(&o.worker_store), "local workers keep their items in HDF5 files in DIR instead of memory")
       ("listen", po::value(&o.listen), "coordinate workers that connect to ADDR (tcp://IP:PORT; non-loopback needs --key)")
       ("expect", po::value(&o.expect), "with --listen: wait for N workers before starting")

@@ -17,6 +17,7 @@ struct ClusterOptions {
   int workers = 0;        // --workers: local worker processes
   int worker_cpus = 0;    // --worker-cpus: CPU threads per local worker (0: cores / workers)
   int worker_lookahead = -1;  // --worker-lookahead: passed to local workers as --lookahead
+  int worker_pull_ahead = -1;  // --worker-pull-ahead: passed to local workers as --pull-ahead (-1: theirs)
   std::string worker_store;   // --worker-store: passed to local workers as --store
   std::string listen;     // --listen: where remote workers connect
   int expect = 0;         // --expect: remote workers to wait for

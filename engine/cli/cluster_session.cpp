@@ -123,6 +123,7 @@ std::unique_ptr<ClusterSession> ClusterSession::start_checked(const ClusterOptio
                                        : std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / o.workers);
     std::vector<std::string> args{"--cpus", std::to_string(cpus), "--gpu", ro.gpus.str()};
     if (o.worker_lookahead >= 0) args.insert(args.end(), {"--lookahead", std::to_string(o.worker_lookahead)});
+    if (o.worker_pull_ahead >= 0) args.insert(args.end(), {"--pull-ahead", std::to_string(o.worker_pull_ahead)});
     if (!o.worker_store.empty()) args.insert(args.end(), {"--store", fs::absolute(o.worker_store).string()});
     for (const auto& p : ctx.plugin_path)
       args.insert(args.end(), {"-P", p});

@@ -38,7 +38,7 @@ int run_worker_node(net::node::WorkerNodeOptions options, const PluginOptions& p
 
 int cmd_worker(const Args& args) {
   std::string connect, bind, advertise, name, gpu = "all", perf_model, store_dir;
-  int cpus = 0, lookahead = -1, join_timeout = 30;
+  int cpus = 0, lookahead = -1, pull_ahead = 1, join_timeout = 30;
   double emulate_link = 0;
   long rank = 0;
   std::vector<std::string> labels;
@@ -59,6 +59,7 @@ int cmd_worker(const Args& args) {
       ("join-timeout", po::value(&join_timeout), "seconds to wait for the coordinator's welcome (default 30)")
       ("store", po::value(&store_dir), "keep this node's items in an HDF5 file in DIR instead of memory (items beyond memory)")
       ("lookahead", po::value(&lookahead), "tasks asked for beyond free threads, waiting to start (default: = threads)")
+      ("pull-ahead", po::value(&pull_ahead), "of those, tasks whose inputs are pulled while every thread is busy (default 1; 0: only once a thread is free)")
       ("perf-model", po::value(&perf_model), "performance model file to learn into (default: none)")
       ("plugin-path,P", po::value(&plugins.plugin_path)->composing(), "directory or .so to search for plugins first; repeatable")
       ("no-plugin-cache", po::bool_switch(&plugins.no_cache), "re-read every plugin's manifest")
@@ -84,6 +85,8 @@ int cmd_worker(const Args& args) {
     o.cpus = cpus > 0 ? cpus : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
     o.gpus = runtime::GpuSpec::parse(gpu);
     o.lookahead = lookahead;
+    if (pull_ahead < 0) throw Error("--pull-ahead must be 0 or more");
+    o.pull_ahead = pull_ahead;
     o.store_dir = store_dir;
     o.welcome_timeout = std::chrono::seconds(std::max(1, join_timeout));
     if (emulate_link < 0) throw Error("--emulate-link-mb-s must be >= 0");

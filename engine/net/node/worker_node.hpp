@@ -60,6 +60,10 @@ struct WorkerNodeOptions {
   // Extra tasks asked for beyond free slots (-1: as many as slots). They
   // wait unstarted, and are what other nodes may steal.
   int lookahead = -1;
+  // Tasks of the lookahead started while every slot is busy, so that their
+  // inputs are pulled during the slots' work, not after it (WorkerQueue).
+  // 0: a task's inputs are pulled only once a slot is free for it.
+  int pull_ahead = 1;
   Json labels = Json::object();  // node labels (workflow/labels.hpp node form), sent in hello and Registration
   // Builds the plugin registry (the CLI: its -P first, then the run's
   // plugin path, which is passed here). Required.

@@ -41,6 +41,7 @@ void WorkerNode::Impl::join() {
   if (!options.make_registry) throw Error("WorkerNodeOptions::make_registry is required");
   if (options.cpus < 0) throw Error("cpus must be at least 0");
   if (options.lookahead < -1) throw Error("lookahead must be -1 (as many as slots) or more");
+  if (options.pull_ahead < 0) throw Error("pull-ahead must be 0 or more");
 
   membership::ClientOptions mo;
   mo.endpoint = options.coordinator;
@@ -105,7 +106,8 @@ void WorkerNode::Impl::join() {
   for (const auto& w : host->workers())
     gpu_slots += w.kind != sched::WorkerKind::cpu;
   const std::size_t lookahead = options.lookahead < 0 ? slots : static_cast<std::size_t>(options.lookahead);
-  queue.emplace(slots, lookahead);
+  const auto pull_ahead = std::min(lookahead, static_cast<std::size_t>(options.pull_ahead));
+  queue.emplace(slots, lookahead, pull_ahead);
 
   transport::ServerOptions so;
   so.endpoint = options.data_bind.empty() ? cluster::default_item_bind(options.coordinator, options.curve.has_value())
@@ -171,11 +173,12 @@ void WorkerNode::Impl::join() {
   };
   client_options = co;
   pool = std::make_unique<FetchPool>(
-      slots, co, [this](transport::ItemClient& c, QueuedTask t) { fetch_and_submit(c, std::move(t)); });
+      slots + pull_ahead, co, [this](transport::ItemClient& c, QueuedTask t) { fetch_and_submit(c, std::move(t)); });
 
   log.info("worker " + std::to_string(worker_id) + " (" + name + ") joined the coordinator at " + options.coordinator +
            ": " + std::to_string(graph.stages.size()) + " stage(s) open, " + std::to_string(slots) +
-           " slot(s), lookahead " + std::to_string(lookahead) + ", items served at " + data_endpoint +
+           " slot(s), lookahead " + std::to_string(lookahead) + " (inputs pulled ahead for " +
+           std::to_string(pull_ahead) + "), items served at " + data_endpoint +
            "; the coordinator counts as lost after " + std::to_string(membership->missed_heartbeats()) + " x " +
            std::to_string(membership->heartbeat_period().count()) + " ms of silence");
 }

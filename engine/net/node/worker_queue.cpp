@@ -7,7 +7,8 @@
 
 namespace flowd::net::node {
 
-WorkerQueue::WorkerQueue(std::size_t slots, std::size_t lookahead) : slots_(slots), lookahead_(lookahead) {
+WorkerQueue::WorkerQueue(std::size_t slots, std::size_t lookahead, std::size_t pull_ahead)
+    : slots_(slots), lookahead_(lookahead), pull_ahead_(pull_ahead) {
   if (slots_ == 0) throw Error("WorkerQueue: a node needs at least one slot");
 }
 
@@ -35,7 +36,7 @@ bool WorkerQueue::add(QueuedTask task) {
 }
 
 std::optional<QueuedTask> WorkerQueue::start_next() {
-  if (waiting_.empty() || started_.size() >= slots_) return std::nullopt;
+  if (waiting_.empty() || started_.size() >= slots_ + pull_ahead_) return std::nullopt;
   QueuedTask t = std::move(waiting_.front());
   waiting_.pop_front();
   started_.insert(t.task_id);

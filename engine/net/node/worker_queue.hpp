@@ -2,8 +2,11 @@
 // The tasks a worker node holds (docs/cluster.md "Runtime protocol", steps
 // 4, 5 and 8): assigned tasks wait in arrival order until one of the node's
 // `slots` is free, then they are *started* (inputs pulled, then run) and
-// stay started until they end. Unstarted tasks are the ones another node may
-// steal, unless they were stolen once already.
+// stay started until they end. Up to `pull_ahead` more are started while
+// every slot is busy: their inputs are pulled while the slots compute, so a
+// slot that frees finds its next task's inputs here instead of waiting for
+// them. Unstarted tasks are the ones another node may steal, unless they
+// were stolen once already.
 //
 // The queue also keeps the node's demand honest: it asks for work only for
 // capacity (slots + lookahead) that is neither holding a task nor already
@@ -35,9 +38,10 @@ struct QueuedTask {
 
 class WorkerQueue {
 public:
-  // `slots`: tasks started at once (at least 1); `lookahead`: tasks held
-  // beyond them, waiting (and stealable).
-  WorkerQueue(std::size_t slots, std::size_t lookahead);
+  // `slots`: tasks run at once (at least 1); `lookahead`: tasks held
+  // beyond them, waiting (and stealable); `pull_ahead`: of those, how many
+  // may be started (their inputs pulled) while every slot is busy.
+  WorkerQueue(std::size_t slots, std::size_t lookahead, std::size_t pull_ahead = 0);
 
   // Room for more tasks that has not been asked for yet: capacity minus
   // the tasks held minus what was asked for and not yet assigned.
@@ -54,8 +58,8 @@ public:
   // when a task with that id is already held: a duplicate assignment.
   bool add(QueuedTask task);
 
-  // The oldest waiting task, now started; nullopt while every slot is busy
-  // or nothing waits.
+  // The oldest waiting task, now started; nullopt while every slot and every
+  // pull ahead is taken, or nothing waits.
   std::optional<QueuedTask> start_next();
   // A started task ended (done, failed). False when it was not started.
   bool finish(std::uint64_t task_id);
@@ -73,6 +77,7 @@ public:
   std::size_t started() const noexcept { return started_.size(); }
   std::size_t asked() const noexcept { return asked_; }
   std::size_t slots() const noexcept { return slots_; }
+  std::size_t pull_ahead() const noexcept { return pull_ahead_; }
   std::size_t capacity() const noexcept { return slots_ + lookahead_; }
   // Started task ids (shutdown reports them).
   std::vector<std::uint64_t> started_ids() const { return {started_.begin(), started_.end()}; }
@@ -80,6 +85,7 @@ public:
 private:
   std::size_t slots_;
   std::size_t lookahead_;
+  std::size_t pull_ahead_;
   std::size_t asked_ = 0;          // asked for and not yet assigned
   std::deque<QueuedTask> waiting_;  // oldest first
   std::set<std::uint64_t> started_;

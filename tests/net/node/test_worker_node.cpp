@@ -73,6 +73,27 @@ TEST(WorkerQueue, StartsAtMostSlotsOldestFirst) {
   EXPECT_EQ(q.start_next()->task_id, 3u);
 }
 
+TEST(WorkerQueue, PullsAheadForTheNextTasksWhileEverySlotIsBusy) {
+  // One slot, three held beyond it, one of them started early so that its
+  // inputs arrive while the slot works.
+  node::WorkerQueue q(1, 3, 1);
+  for (std::uint64_t i = 1; i <= 4; ++i) q.add(task(i));
+  EXPECT_EQ(q.start_next()->task_id, 1u);
+  EXPECT_EQ(q.start_next()->task_id, 2u) << "the next task's inputs are not pulled ahead";
+  EXPECT_FALSE(q.start_next()) << "more pulled ahead than asked";
+  EXPECT_EQ(q.started(), 2u);
+  // A task pulled ahead is started: never stolen.
+  EXPECT_EQ(q.steal(10), (std::vector<std::uint64_t>{4, 3}));
+  EXPECT_TRUE(q.finish(1));
+  EXPECT_FALSE(q.start_next()) << "nothing waits";
+  EXPECT_EQ(q.demand(), 3u);
+  // Without pull-ahead, only the slots start.
+  node::WorkerQueue plain(1, 3);
+  for (std::uint64_t i = 1; i <= 3; ++i) plain.add(task(i));
+  EXPECT_EQ(plain.start_next()->task_id, 1u);
+  EXPECT_FALSE(plain.start_next());
+}
+
 TEST(WorkerQueue, StealTakesNewestUnstarted) {
   node::WorkerQueue q(1, 3);
   for (std::uint64_t i = 1; i <= 4; ++i) q.add(task(i));
@@ -236,6 +257,19 @@ public:
     if (!g) throw std::runtime_error("no message from the worker");
     if (!std::holds_alternative<T>(g->body)) throw std::runtime_error("unexpected message from the worker: " + type_name(*g));
     return std::get<T>(g->body);
+  }
+
+  // The next message of type T, passing over the node's requests for work.
+  template <class T> T expect_past_requests(std::chrono::milliseconds timeout = wait) {
+    const auto end = std::chrono::steady_clock::now() + timeout;
+    while (true) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now());
+      auto g = next(std::max(left, 1ms));
+      if (!g) throw std::runtime_error("no message from the worker");
+      if (std::holds_alternative<wire::RequestWork>(g->body)) continue;
+      if (!std::holds_alternative<T>(g->body)) throw std::runtime_error("unexpected message from the worker: " + type_name(*g));
+      return std::get<T>(g->body);
+    }
   }
 
   void send(const wire::Body& body) {
@@ -522,25 +556,43 @@ TEST(WorkerNode, DemandNeverExceedsSlotsPlusLookahead) {
   EXPECT_EQ(s.node().stats().tasks_run, total);
 }
 
+// An item server that never answers: a task pulling from it stays started,
+// fetching, until its pull times out.
+struct SilentHolder {
+  zmq::context_t ctx;
+  zmq::socket_t socket{ctx, zmq::socket_type::router};
+  std::string endpoint;
+  SilentHolder() {
+    socket.set(zmq::sockopt::linger, 0);
+    socket.bind("tcp://127.0.0.1:*");
+    endpoint = socket.get(zmq::sockopt::last_endpoint);
+  }
+  // Whether a pull reached it within the tests' wait.
+  bool asked() {
+    zmq::pollitem_t item{socket.handle(), 0, ZMQ_POLLIN, 0};
+    return zmq::poll(&item, 1, std::chrono::milliseconds(wait)) == 1;
+  }
+};
+
 TEST(WorkerNode, StealGivesUpOnlyUnstartedTasksNewestFirst) {
   // Task 1's input is on a holder that never answers: it stays started
   // (fetching) while the test steals, whatever the machine's speed.
-  zmq::context_t ctx;
-  zmq::socket_t silent(ctx, zmq::socket_type::router);
-  silent.set(zmq::sockopt::linger, 0);
-  silent.bind("tcp://127.0.0.1:*");
-  const std::string silent_ep = silent.get(zmq::sockopt::last_endpoint);
+  SilentHolder silent;
 
-  Session s(1, 2, [](node::WorkerNodeOptions& o) { o.fetch_timeout = 1s; });
+  // No pulling ahead: tasks 2 and 3 both wait unstarted behind task 1 (with
+  // it, task 2 would start, and run, while task 1 fetches).
+  Session s(1, 2, [](node::WorkerNodeOptions& o) {
+    o.fetch_timeout = 1s;
+    o.pull_ahead = 0;
+  });
   ASSERT_EQ(s.first_request, 3u);
   const auto a = s.coord.hold(json_item("a", 1));
-  const std::map<std::uint32_t, node::PeerAddress> peers{{0, {s.coord.holder->endpoint(), ""}}, {7, {silent_ep, ""}}};
+  const std::map<std::uint32_t, node::PeerAddress> peers{{0, {s.coord.holder->endpoint(), ""}}, {7, {silent.endpoint, ""}}};
   s.coord.assign(1, "double", "s1", {wire::ItemRef{wire::ItemId{"far", 0, 0}, 7, 1}}, {}, peers);
   s.coord.assign(2, "double", "a", {a}, {}, peers);
   s.coord.assign(3, "double", "a", {a}, {}, peers);
   // Task 1 has started: its fetch reached the silent holder.
-  zmq::pollitem_t item{silent.handle(), 0, ZMQ_POLLIN, 0};
-  ASSERT_EQ(zmq::poll(&item, 1, std::chrono::milliseconds(wait)), 1) << "task 1 was never started";
+  ASSERT_TRUE(silent.asked()) << "task 1 was never started";
 
   s.coord.send(wire::StealRequest{5, 9});
   const auto reply = s.coord.expect<wire::StealReply>();
@@ -555,6 +607,26 @@ TEST(WorkerNode, StealGivesUpOnlyUnstartedTasksNewestFirst) {
   EXPECT_EQ(f.task_id, 1u);
   EXPECT_TRUE(f.retryable);
   EXPECT_NE(f.message.find("holder 7"), std::string::npos) << f.message;
+}
+
+TEST(WorkerNode, PullsTheNextTasksInputsWhileItsSlotIsBusy) {
+  // One slot, taken by task 1, whose input is on a holder that never
+  // answers. Task 2 is pulled ahead (the default): its input arrives and it
+  // runs and answers while task 1 still waits, instead of only after task
+  // 1's pull gives up.
+  SilentHolder silent;
+
+  Session s(1, 2, [](node::WorkerNodeOptions& o) { o.fetch_timeout = 3s; });
+  const auto a = s.coord.hold(json_item("a", 1));
+  const std::map<std::uint32_t, node::PeerAddress> peers{{0, {s.coord.holder->endpoint(), ""}}, {7, {silent.endpoint, ""}}};
+  s.coord.assign(1, "double", "s1", {wire::ItemRef{wire::ItemId{"far", 0, 0}, 7, 1}}, {}, peers);
+  ASSERT_TRUE(silent.asked()) << "task 1 was never started";
+  s.coord.assign(2, "double", "a", {a}, {}, peers);
+  const auto done = s.coord.expect_past_requests<wire::TaskDone>(1500ms);
+  EXPECT_EQ(done.task_id, 2u) << "task 2 waited for task 1";
+  const auto f = s.coord.expect_past_requests<wire::TaskFailed>(5s);
+  EXPECT_EQ(f.task_id, 1u);
+  EXPECT_TRUE(f.retryable);
 }
 
 TEST(WorkerNode, ReleaseErasesOutputsAndIgnoresUnknownIds) {
@@ -598,21 +670,16 @@ TEST(WorkerNode, MembershipByeEndsRunWithZero) {
 }
 
 TEST(WorkerNode, InterruptReportsHeldTasksAndSaysBye) {
-  zmq::context_t ctx;
-  zmq::socket_t silent(ctx, zmq::socket_type::router);
-  silent.set(zmq::sockopt::linger, 0);
-  silent.bind("tcp://127.0.0.1:*");
-  const std::string silent_ep = silent.get(zmq::sockopt::last_endpoint);
+  SilentHolder silent;
   std::atomic<bool> stop{false};
   Session s(1, 1, [&](node::WorkerNodeOptions& o) {
     o.interrupt = &stop;
     o.fetch_timeout = 1s;
   });
-  const std::map<std::uint32_t, node::PeerAddress> peers{{7, {silent_ep, ""}}};
+  const std::map<std::uint32_t, node::PeerAddress> peers{{7, {silent.endpoint, ""}}};
   s.coord.assign(1, "double", "s1", {wire::ItemRef{wire::ItemId{"far", 0, 0}, 7, 1}}, {}, peers);
   s.coord.assign(2, "double", "s2", {wire::ItemRef{wire::ItemId{"far2", 0, 0}, 7, 1}}, {}, peers);
-  zmq::pollitem_t item{silent.handle(), 0, ZMQ_POLLIN, 0};
-  ASSERT_EQ(zmq::poll(&item, 1, std::chrono::milliseconds(wait)), 1);
+  ASSERT_TRUE(silent.asked());
   stop = true;
   std::set<std::uint64_t> failed;
   for (int i = 0; i < 2; ++i) {
