@@ -32,7 +32,9 @@ std::string seconds(double s) {
 std::string per_item(const placement::Prediction& p) {
   char buf[48];
   std::snprintf(buf, sizeof buf, "%.4g s/item", p.bottleneck);
-  return p.bottleneck_name + " (" + buf + ")";
+  std::string out = p.bottleneck_name + " (" + buf + ")";
+  if (p.burst_seconds > 0) out += "; a bursty source's ends: " + seconds(p.burst_seconds);
+  return out;
 }
 
 // The site with the most compute (speed × nodes; the first of equals).

@@ -49,6 +49,14 @@ AppliedPlacement apply_placement(workflow::Graph& g, const PlacementOptions& o, 
     out.where = plan.where;
   } else {
     out.where = read_plan(g, out.sites, o.placement);
+    // The file says where its sources and sinks run (flowd plan --fix may
+    // have put a sink elsewhere than the last site): predict it as written,
+    // and keep them there when re-planning.
+    if (problem)
+      for (std::size_t i = 0; i < problem->stages.size(); ++i)
+        problem->fixed[i] = problem->stages[i].source || problem->stages[i].sink
+                                ? std::optional<std::size_t>(out.where[i])
+                                : std::nullopt;
   }
   if (problem) out.predicted = placement::predict(*problem, out.where);
   out.problem = problem;
@@ -89,7 +97,12 @@ placement::Profile measured_profile(const workflow::Graph& g, const runtime::Pro
     sp.seconds = s.busy_seconds / n;
     sp.bytes_out = static_cast<double>(s.bytes_out) / n;
     sp.items_out = static_cast<double>(s.items_out) / n;
-    if (g.stages[i].connected_inputs() == 0) sp.input_bytes = sp.bytes_out;
+    if (g.stages[i].connected_inputs() == 0) {
+      sp.input_bytes = sp.bytes_out;
+      // How bursty the source is: its slowest next() over its mean.
+      const double mean = s.tasks_done > 0 ? s.busy_seconds / static_cast<double>(s.tasks_done) : 0;
+      if (mean > 0) sp.burst = std::max(1.0, s.longest_call_seconds / mean);
+    }
     p.stages[s.name] = sp;
   }
   for (std::size_t i = 0; i < g.stages.size() && i < final.stages.size(); ++i) {

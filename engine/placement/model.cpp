@@ -70,6 +70,20 @@ void hosts(const Problem& p, Prediction& out, const std::vector<double>& paralle
   }
 }
 
+// The slowest resource a source at `site` does not share: the other sites,
+// the links, the hosts `site` is not on.
+double slowest_unshared(const Problem& p, const Prediction& out, std::size_t site) {
+  double slowest = 0;
+  for (std::size_t j = 0; j < out.site_seconds.size(); ++j)
+    if (j != site) slowest = std::max(slowest, out.site_seconds[j]);
+  for (const double l : out.link_seconds) slowest = std::max(slowest, l);
+  for (std::size_t h = 0; h < out.host_seconds.size(); ++h) {
+    const auto& on = p.sites.hosts[h].sites;
+    if (std::find(on.begin(), on.end(), site) == on.end()) slowest = std::max(slowest, out.host_seconds[h]);
+  }
+  return slowest;
+}
+
 void finish(const Problem& p, Prediction& out, const std::vector<bool>& used) {
   double sum = 0;
   out.bottleneck = -1;
@@ -99,6 +113,27 @@ void finish(const Problem& p, Prediction& out, const std::vector<bool>& used) {
   out.total = (n - 1) * out.bottleneck + sum;
 }
 
+// A bursty source (StageCost::burst = k) does k items' work in one call and
+// hands them over together. The steady state does not change, but the
+// stream's ends do: its first item comes (k − 1) × S later (S: the source's
+// time per item), or, when the source is the slower, its last k items reach
+// the stages after it at once and leave one bottleneck time apart, (k − 1) ×
+// B later (B: the slowest resource it does not share). Whichever the case,
+// (k − 1) × min(S, B); what it shares (its site, its host) is busy with its
+// work meanwhile and loses nothing. Sources run side by side: the longest
+// delay counts.
+void add_bursts(const Problem& p, const Placement& where, Prediction& out) {
+  double delay = 0;
+  for (std::size_t i = 0; i < p.stages.size(); ++i) {
+    const StageCost& s = p.stages[i];
+    if (!s.source || !(s.burst > 1)) continue;
+    const double per_item = s.seconds / p.sites.sites[where[i]].speed;
+    delay = std::max(delay, (s.burst - 1) * std::min(per_item, slowest_unshared(p, out, where[i])));
+  }
+  out.burst_seconds = delay;
+  out.total += delay;
+}
+
 Prediction empty_prediction(const Problem& p) {
   Prediction out;
   out.site_seconds.assign(p.sites.size(), 0.0);
@@ -116,13 +151,31 @@ double site_time(const Site& s, double parallel, double serial) {
 }
 
 Prediction predict(const Problem& p, const Placement& where) {
-  if (!feasible(p, where))
-    throw std::invalid_argument("placement: a stage placed on a site that does not exist, or a fixed one elsewhere");
+  if (where.size() != p.stages.size())
+    throw std::invalid_argument("placement: sites for " + std::to_string(where.size()) + " of " +
+                                std::to_string(p.stages.size()) + " stages");
+  for (std::size_t i = 0; i < p.stages.size(); ++i) {
+    if (where[i] >= p.sites.size())
+      throw std::invalid_argument("placement: stage '" + p.stages[i].name + "' is placed on site " +
+                                  std::to_string(where[i]) + ", which does not exist");
+    if (!p.fixed.empty() && p.fixed[i] && *p.fixed[i] != where[i])
+      throw std::invalid_argument("placement: stage '" + p.stages[i].name + "' is placed at site '" +
+                                  p.sites.sites[where[i]].name + "' but must stay at '" +
+                                  p.sites.sites[*p.fixed[i]].name + "'");
+  }
   Prediction out = empty_prediction(p);
   std::vector<bool> used(2 * p.sites.links.size(), false);
   std::vector<double> moved(p.sites.size(), 0.0);
   const std::size_t last = p.sites.size() - 1;
   std::vector<double> parallel(p.sites.size(), 0.0), serial(p.sites.size(), 0.0);
+  // At the coordinator's site, sources and sinks run in the coordinator's
+  // process and every other stage on a worker node there: an item between
+  // the two crosses no link, but still moves between two processes, whose
+  // host pays for it at both ends.
+  const std::size_t home = p.sites.coordinator < p.sites.size() ? p.sites.coordinator : last;
+  const auto in_coordinator = [&](std::size_t k) {
+    return where[k] == home && (p.stages[k].source || p.stages[k].sink);
+  };
   for (std::size_t i = 0; i < p.stages.size(); ++i) {
     const StageCost& s = p.stages[i];
     parallel[where[i]] += s.seconds;
@@ -131,13 +184,18 @@ Prediction predict(const Problem& p, const Placement& where) {
     // Each consumer on another site pulls the output from where it was
     // made (flowd does not relay items), and a sink's results go to the
     // last site.
-    for (const std::size_t c : s.consumers)
-      if (where[c] != where[i]) cross(p, out, used, moved, where[i], where[c], s.bytes_out, s.items_out);
+    for (const std::size_t c : s.consumers) {
+      if (where[c] != where[i])
+        cross(p, out, used, moved, where[i], where[c], s.bytes_out, s.items_out);
+      else if (in_coordinator(i) != in_coordinator(c))
+        moved[where[i]] += 2 * s.bytes_out;  // two processes of one site: both ends there
+    }
     if (s.sink) cross(p, out, used, moved, where[i], last, s.bytes_out, s.items_out);
   }
   for (std::size_t j = 0; j < p.sites.size(); ++j) out.site_seconds[j] = site_time(p.sites.sites[j], parallel[j], serial[j]);
   hosts(p, out, parallel, moved);
   finish(p, out, used);
+  add_bursts(p, where, out);
   return out;
 }
 
@@ -177,6 +235,7 @@ Prediction predict_demand_driven(const Problem& p) {
   for (std::size_t j = 0; j < p.sites.size(); ++j) out.site_seconds[j] = site_time(p.sites.sites[j], parallel[j], serial[j]);
   hosts(p, out, parallel, moved);
   finish(p, out, used);
+  add_bursts(p, Placement(p.stages.size(), home), out);
   return out;
 }
 

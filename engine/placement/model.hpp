@@ -51,6 +51,7 @@ struct StageCost {
   bool source = false;                 // reads the input data, which sit on the first site
   double input_bytes = 0;              // per source item, read by a source
   bool sink = false;                   // its results go to the last site
+  double burst = 1;                    // a source: items its slowest call makes at once (profile.hpp)
 };
 
 struct Problem {
@@ -72,6 +73,7 @@ struct Prediction {
   // Hosts: as in Sites::hosts.
   std::vector<double> site_seconds, link_seconds, host_seconds;
   std::vector<double> link_bytes;
+  double burst_seconds = 0;  // of `total`: what bursty sources add at the stream's ends
 };
 
 // Throws std::invalid_argument naming the problem: a stage before one it

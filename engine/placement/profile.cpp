@@ -12,8 +12,11 @@ namespace flowd::placement {
 Json to_json(const Profile& p) {
   Json stages = Json::object();
   for (const auto& [name, s] : p.stages)
+  {
     stages[name] = {{"seconds", s.seconds}, {"bytes_out", s.bytes_out}, {"items_out", s.items_out},
                     {"input_bytes", s.input_bytes}};
+    if (s.burst > 1) stages[name]["burst"] = s.burst;
+  }
   return {{"version", 1}, {"source_items", p.source_items}, {"stages", std::move(stages)}};
 }
 
@@ -44,9 +47,12 @@ Profile profile_from_json(const Json& doc, const std::string& file) {
       StageProfile sp;
       for (const auto& [k, v] : s.items()) {
         double* field = k == "seconds" ? &sp.seconds : k == "bytes_out" ? &sp.bytes_out
-                        : k == "items_out" ? &sp.items_out : k == "input_bytes" ? &sp.input_bytes : nullptr;
+                        : k == "items_out" ? &sp.items_out : k == "input_bytes" ? &sp.input_bytes
+                        : k == "burst" ? &sp.burst : nullptr;
         if (!field) {
           d.add(at + workflow::pointer({k}), "unknown key \"" + k + "\"");
+        } else if (k == "burst" && (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 1)) {
+          d.add(at + workflow::pointer({k}), "expected a number, at least 1, got " + v.dump());
         } else if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0) {
           d.add(at + workflow::pointer({k}), "expected a number, at least 0, got " + v.dump());
         } else {
@@ -88,6 +94,7 @@ Problem problem_of(const workflow::Graph& g, const Profile& p, const Sites& site
       c.bytes_out = it->second.bytes_out;
       c.items_out = it->second.items_out;
       c.input_bytes = it->second.input_bytes;
+      c.burst = it->second.burst;
     }
     for (const auto& port : s.consumers)
       for (const auto& ref : port)

@@ -10,7 +10,10 @@
 // Per source item: `seconds` of compute on a node of speed 1 (the profile's
 // machine), `bytes_out` and `items_out` handed to its consumers (a sink's:
 // the results it writes), `input_bytes` of input data it reads (for a
-// source, the data behind what it emits).
+// source, the data behind what it emits). A source may say `burst` (≥ 1,
+// default 1): its slowest call over its mean, the items' worth of work one
+// call does before its items come out together (a tile reader that decodes
+// a whole image on its first tile of four: 4).
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -24,6 +27,7 @@ namespace flowd::placement {
 
 struct StageProfile {
   double seconds = 0, bytes_out = 0, items_out = 0, input_bytes = 0;
+  double burst = 1;
 };
 
 struct Profile {

@@ -284,6 +284,7 @@ Progress RunState::progress_locked() const {
                                      .failures = s.failures.load(),
                                      .running = s.running.load(),
                                      .busy_seconds = static_cast<double>(s.busy_ns.load()) * 1e-9,
+                                     .longest_call_seconds = static_cast<double>(s.longest_call_ns.load()) * 1e-9,
                                      .closed = s.closed});
     if (s.window) {
       p.source_items += s.window->emitted.load();

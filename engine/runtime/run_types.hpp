@@ -88,6 +88,7 @@ struct StageProgress {
   std::uint64_t failures = 0;
   std::uint64_t running = 0;
   double busy_seconds = 0;  // summed task time
+  double longest_call_seconds = 0;  // its longest single task (a source: next() call)
   bool closed = false;
 };
 

@@ -165,6 +165,7 @@ void RunState::submit_remote_locked(StageState& s, Tuple t) {
 
 void RunState::remote_done(StageState& s, const Tuple& t, RemoteResult r) {
   s.busy_ns.fetch_add(static_cast<std::int64_t>(r.seconds * 1e9));
+  runner_.trace_node_task(s.op(), s.name(), r.key.empty() ? t.key : r.key, r);
   std::lock_guard lk(m_);
   if (r.ok) {
     const auto credits = t.credits();

@@ -219,6 +219,17 @@ void TaskRunner::trace_task(const std::string& op, const std::string& stage, con
   trace_.span(std::move(span));
 }
 
+void TaskRunner::trace_node_task(const std::string& op, const std::string& stage, const std::string& key,
+                                 const RemoteResult& r) {
+  if (!trace_.enabled() || r.node.empty()) return;
+  const std::int64_t end = trace_.now();
+  const auto took = static_cast<std::int64_t>(std::max(0.0, r.seconds) * 1e9);
+  trace::Span span{0, op, stage, key, "node", std::max<std::int64_t>(0, end - took), end};
+  span.failed = !r.ok;
+  span.id = trace_.next_id();
+  trace_.node_span(r.node, std::move(span));
+}
+
 Execution TaskRunner::execute(const TaskCall& call, sched::TaskEnv& env) {
   const sched::WorkerInfo& w = env.worker();
   const bool gpu_like = sched::is_gpu_like(w.kind);

@@ -17,6 +17,7 @@
 #include "exec/crash_report.hpp"
 #include "runtime/carried.hpp"
 #include "runtime/contexts.hpp"
+#include "runtime/remote.hpp"
 #include "runtime/run_types.hpp"
 #include "runtime/sub_graph.hpp"
 #include "runtime/transfers.hpp"
@@ -64,6 +65,14 @@ struct Stage {
   std::atomic<std::uint64_t> failures{0};
   std::atomic<std::uint64_t> running{0};
   std::atomic<std::int64_t> busy_ns{0};
+  // Its longest single call: for a source, how bursty it is (a placement
+  // profile's "burst").
+  std::atomic<std::int64_t> longest_call_ns{0};
+  void note_call(std::int64_t ns) noexcept {
+    std::int64_t had = longest_call_ns.load();
+    while (ns > had && !longest_call_ns.compare_exchange_weak(had, ns)) {
+    }
+  }
 
   Pattern pattern() const noexcept { return node->spec().pattern; }
   const std::string& name() const noexcept { return node->name; }
@@ -95,6 +104,7 @@ struct Stage {
     running.fetch_sub(1);
     o.end_ns = clock.now();
     busy_ns.fetch_add(o.end_ns - o.start_ns);
+    note_call(o.end_ns - o.start_ns);
     return o;
   }
 };
@@ -179,6 +189,9 @@ public:
   Execution run_map_task(Stage& s, const Tuple& t, sched::TaskEnv& env);
   void trace_task(const std::string& op, const std::string& stage, const sched::WorkerInfo& w, const std::string& key,
                   const char* variant, const Outcome& o, std::int64_t id = -1, std::int64_t parent = -1);
+  // A task a worker node ran (RemoteResult): on the node's track, ending now
+  // (when its answer is handled) and lasting the operator's time there.
+  void trace_node_task(const std::string& op, const std::string& stage, const std::string& key, const RemoteResult& r);
 
   // An emitted item as it travels: valid in the memory of the worker that
   // made it (a GPU-like one) or in host memory.

@@ -1,6 +1,7 @@
 #include "trace/recorder.hpp"
 
 #include <algorithm>
+#include <iterator>
 
 namespace flowd::trace {
 
@@ -13,6 +14,22 @@ void Recorder::track(Track t) {
 void Recorder::span(Span s) {
   if (!enabled_) return;
   std::lock_guard lk(m_);
+  trace_.spans.push_back(std::move(s));
+}
+
+void Recorder::node_span(const std::string& node, Span s) {
+  if (!enabled_) return;
+  std::lock_guard lk(m_);
+  auto& lanes = node_lanes_[node];
+  auto lane = std::find_if(lanes.begin(), lanes.end(), [&](const auto& l) { return l.second <= s.start_ns; });
+  if (lane == lanes.end()) {
+    const std::string name = "node " + node + (lanes.empty() ? "" : " #" + std::to_string(lanes.size() + 1));
+    trace_.tracks.push_back({next_node_track_, name, "node", false});
+    lanes.emplace_back(next_node_track_++, s.end_ns);
+    lane = std::prev(lanes.end());
+  }
+  lane->second = s.end_ns;
+  s.track = lane->first;
   trace_.spans.push_back(std::move(s));
 }
 

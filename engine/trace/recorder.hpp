@@ -2,7 +2,10 @@
 // Collects trace events from every worker while a run goes on. Disabled
 // recorders cost one branch per event.
 #include <chrono>
+#include <map>
 #include <mutex>
+#include <string>
+#include <vector>
 
 #include "trace/trace.hpp"
 
@@ -25,6 +28,10 @@ public:
 
   void track(Track t);
   void span(Span s);
+  // A task another process ran (a worker node of a cluster run), as this
+  // process saw it: laid on that node's tracks ("node NAME", one more lane
+  // for each task running there at once), whatever `s.track` says.
+  void node_span(const std::string& node, Span s);
   void counter(std::string name, double value);
   std::int64_t next_id() noexcept;
 
@@ -37,6 +44,10 @@ private:
   mutable std::mutex m_;
   RunTrace trace_;
   std::int64_t next_id_ = 0;
+  // Per node, its lanes: (track id, end of the lane's last span).
+  std::map<std::string, std::vector<std::pair<int, std::int64_t>>> node_lanes_;
+  int next_node_track_ = kFirstNodeTrack;
+  static constexpr int kFirstNodeTrack = 100000;  // above every worker's and copy engine's id
 };
 
 }  // namespace flowd::trace

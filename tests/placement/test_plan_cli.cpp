@@ -107,6 +107,33 @@ TEST(PlanCli, AMeasuredProfilePlansTheChainBesideTheDefaults) {
   EXPECT_NE(unplaced.err.find("placement: none (demand-driven), modelled "), std::string::npos) << unplaced.err;
 }
 
+TEST(PlanCli, AProfileSaysHowBurstyEachSourceIs) {
+  // Items in bursts of four (the first of each made in 100 ms, the others
+  // at once), as a tile reader that decodes a whole image on its first
+  // tile; then a steady source, each item in 20 ms.
+  const auto dir = test::scratch();
+  auto workflow = [&](const std::string& count_params) {
+    std::ofstream(dir / "wf.json") << R"({"version": 1, "stages": {
+      "src": {"op": "test.count", "params": {"count": 8, )" + count_params + R"(}},
+      "twice": {"op": "test.double", "inputs": {"in": "src.out"}},
+      "sink": {"op": "test.record", "inputs": {"in": "twice.out"}, "params": {"path": "out.txt"}}}})";
+  };
+  workflow(R"("slow_every": 4, "slow_ms": 100)");
+  const auto bursty = test::flowd_cmd(dir, {"wf.json", "--stage-profile", "bursty.json", "--no-progress", "--no-perf-model"});
+  ASSERT_EQ(bursty.code, 0) << bursty.err;
+  const Json b = Json::parse(test::slurp(dir / "bursty.json"));
+  // Two calls of 100 ms among nine (the last finds nothing): about 4.5.
+  ASSERT_TRUE(b["stages"]["src"].contains("burst")) << b.dump();
+  EXPECT_GT(b["stages"]["src"]["burst"].get<double>(), 3.0) << b.dump();
+  EXPECT_LT(b["stages"]["src"]["burst"].get<double>(), 6.0) << b.dump();
+  EXPECT_FALSE(b["stages"]["twice"].contains("burst")) << "only sources are bursty: " << b.dump();
+  workflow(R"("slow_every": 1, "slow_ms": 20)");
+  const auto steady = test::flowd_cmd(dir, {"wf.json", "--stage-profile", "steady.json", "--no-progress", "--no-perf-model"});
+  ASSERT_EQ(steady.code, 0) << steady.err;
+  const Json s = Json::parse(test::slurp(dir / "steady.json"));
+  EXPECT_LT(s["stages"]["src"].value("burst", 1.0), 1.6) << s.dump();
+}
+
 TEST(PlanCli, BadSitesAndIncompleteProfilesAreRefusedNamingTheProblem) {
   const auto dir = test::scratch();
   std::ofstream(dir / "wf.json") << chain_workflow((dir / "out.txt").string());
@@ -120,11 +147,12 @@ TEST(PlanCli, BadSitesAndIncompleteProfilesAreRefusedNamingTheProblem) {
   const auto partial = test::flowd_cmd(dir, {"plan", "wf.json", "--sites", "sites.json", "--profile", "profile.json"});
   EXPECT_EQ(partial.code, 2);
   EXPECT_NE(partial.err.find("no costs for 'twice', 'sink'"), std::string::npos) << partial.err;
-  std::ofstream(dir / "profile.json") << R"({"version": 1, "stages": {"src": {"seconds": -1, "colour": 2}}})";
+  std::ofstream(dir / "profile.json") << R"({"version": 1, "stages": {"src": {"seconds": -1, "colour": 2, "burst": 0.5}}})";
   const auto wrong = test::flowd_cmd(dir, {"plan", "wf.json", "--sites", "sites.json", "--profile", "profile.json"});
   EXPECT_EQ(wrong.code, 2);
   EXPECT_NE(wrong.err.find("/stages/src/seconds: expected a number, at least 0"), std::string::npos) << wrong.err;
   EXPECT_NE(wrong.err.find("/stages/src/colour: unknown key"), std::string::npos) << wrong.err;
+  EXPECT_NE(wrong.err.find("/stages/src/burst: expected a number, at least 1"), std::string::npos) << wrong.err;
   std::ofstream(dir / "ok.json") << R"({"version": 1, "stages": {"src": {"seconds": 0}, "twice": {"seconds": 0.1},
     "sink": {"seconds": 0}}})";
   const auto bad_fix = test::flowd_cmd(dir, {"plan", "wf.json", "--sites", "sites.json", "--profile", "ok.json",

@@ -98,6 +98,7 @@ TEST(PlacementModel, AHostsCpuPaysForWhatItsSitesSendAndReceive) {
   // All three sites on one core that spends 10 ms of CPU per MB at each
   // end of a crossing.
   Problem p = hand_problem();
+  p.sites.coordinator = 2;  // flowd run at C, which receives the results
   p.sites.hosts = {{"box", 1.0, {0, 1, 2}, 10e-3 / 1e6}};
   // Read at A, segment at B, write at C: the 4 MB input crosses A -> B
   // (paid by A and by B), the 100 kB labels B -> C (by B and C): 8.2 MB,
@@ -111,9 +112,58 @@ TEST(PlacementModel, AHostsCpuPaysForWhatItsSitesSendAndReceive) {
   EXPECT_NEAR(b.host_seconds[0], 0.43 + 2e4 * 1e-8, 1e-12);
   // The links' own times do not change.
   EXPECT_NEAR(a.link_seconds[0], predict(hand_problem(), {0, 1, 2}).link_seconds[0], 1e-15);
+  // Segment at C too: on a worker node there, while the sink runs in the
+  // coordinator's process at C. The 100 kB labels cross no link but move
+  // between two processes on C, which pays both ends (+2e5 B); the input
+  // crosses A -> C (paid by A and C).
+  const Prediction c = predict(p, {0, 2, 2});
+  EXPECT_NEAR(c.host_seconds[0], 0.01 + 0.42 / 0.5 + (8e6 + 2e5) * 1e-8, 1e-12);
+  EXPECT_NEAR(c.link_seconds[1], predict(hand_problem(), {0, 2, 2}).link_seconds[1], 1e-15);
+  // With the coordinator at A instead, the source and the sink at A run in
+  // its process and segment on a worker node at A: the 4 MB items and the
+  // 100 kB labels move between the two (A pays both ends of each), the
+  // sink's results leave for C as before.
+  p.sites.coordinator = 0;
+  EXPECT_NEAR(predict(p, {0, 0, 0}).host_seconds[0], 0.43 + (8e6 + 2e5) * 1e-8 + 2e4 * 1e-8, 1e-12);
+  p.sites.coordinator = 2;
   // On two cores, the same work over two.
   p.sites.hosts[0].cores = 2;
   EXPECT_NEAR(predict(p, {0, 1, 2}).host_seconds[0], (0.45 + 0.082) / 2, 1e-12);
+}
+
+TEST(PlacementModel, ABurstySourceDelaysTheStreamsEnds) {
+  // The source makes its 4 MB items in bursts of 4: one call of 4 × 10 ms,
+  // then three at once.
+  Problem p = hand_problem();
+  p.stages[0].burst = 4;
+  // Read at A, segment at B, write at C: the bottleneck (link A → B, 0.401
+  // s an item) is slower than the source (0.01 s), so only the first item's
+  // wait counts: 3 × 0.01 s more.
+  const Prediction a = predict(p, {0, 1, 2});
+  EXPECT_NEAR(a.burst_seconds, 3 * 0.01, 1e-12);
+  EXPECT_NEAR(a.total, predict(hand_problem(), {0, 1, 2}).total + 0.03, 1e-9);
+  // A slow source (1 s an item) ahead of that link: the last four items
+  // reach the link at once and leave 0.401 s apart.
+  p.stages[0].seconds = 1.0;
+  Problem steady = p;
+  steady.stages[0].burst = 1;
+  const Prediction b = predict(p, {0, 1, 2});
+  EXPECT_NEAR(b.burst_seconds, 3 * 0.401, 1e-12);
+  EXPECT_NEAR(b.total, predict(steady, {0, 1, 2}).total + 3 * 0.401, 1e-9);
+  // Everything at A: what the source's own site does meanwhile is the
+  // source's work, and the slowest of the rest is the results' link (1 kB
+  // per item and 1 ms a message: 0.002 s).
+  const Prediction c = predict(p, {0, 0, 0});
+  EXPECT_NEAR(c.burst_seconds, 3 * (1e4 / 10e6 + 0.001), 1e-12);
+  // A host the source's site is on shares its work too: not counted.
+  p.sites.hosts = {{"box", 1.0, {0, 1, 2}, 0.0}};
+  EXPECT_NEAR(predict(p, {0, 1, 2}).burst_seconds, 3 * 0.401, 1e-12);
+  // One the source is not on counts: B's and C's one core takes 0.4 + 0.02
+  // / 0.5 = 0.44 s an item, more than the link.
+  p.sites.hosts = {{"box", 1.0, {1, 2}, 0.0}};
+  const Prediction d = predict(p, {0, 1, 2});
+  EXPECT_NEAR(d.host_seconds[0], 0.44, 1e-12);
+  EXPECT_NEAR(d.burst_seconds, 3 * 0.44, 1e-12);
 }
 
 TEST(PlacementPlanner, TheBestOfTheHandChain) {

@@ -50,12 +50,15 @@ public:
             .params = {ParamSpec::integer("count", 10).at_least(0), ParamSpec::string("prefix", "item"),
                        ParamSpec::integer("bytes", 0).at_least(0), ParamSpec::boolean("reverse", false),
                        ParamSpec::integer("fail_at", -1), ParamSpec::string("alive_report", ""),
-                       ParamSpec::boolean("announce", true).doc("call expect(count)")}};
+                       ParamSpec::boolean("announce", true).doc("call expect(count)"),
+                       ParamSpec::integer("slow_every", 0).at_least(0).doc("the 1st, (k+1)-th ... item: made slowly (bursts of k)"),
+                       ParamSpec::integer("slow_ms", 0).at_least(0).doc("how slowly: milliseconds")}};
   }
   explicit Count(const Params& p)
       : count_(p.get<std::int64_t>("count")), bytes_(p.get<std::int64_t>("bytes")), fail_at_(p.get<std::int64_t>("fail_at")),
         reverse_(p.get<bool>("reverse")), announce_(p.get<bool>("announce")), prefix_(p.get<std::string>("prefix")),
-        report_(p.get<std::string>("alive_report")), alive_(std::make_shared<Alive>()) {
+        report_(p.get<std::string>("alive_report")), alive_(std::make_shared<Alive>()),
+        slow_every_(p.get<std::int64_t>("slow_every")), slow_ms_(p.get<std::int64_t>("slow_ms")) {
     if (fail_at_ >= count_) throw ParamError("fail_at", "fail_at must be below count (" + std::to_string(count_) + ")");
   }
   ~Count() override {
@@ -69,6 +72,7 @@ public:
   bool next(SourceContext& ctx) override {
     if (i_ >= count_) return false;
     const std::int64_t i = reverse_ ? count_ - 1 - i_ : i_;
+    if (slow_every_ > 0 && i_ % slow_every_ == 0) std::this_thread::sleep_for(std::chrono::milliseconds(slow_ms_));
     ++i_;
     if (i == fail_at_) throw ItemError(prefix_ + "/" + std::to_string(i), "test.count: failing at " + std::to_string(i) + " as asked");
     Item item;
@@ -103,6 +107,7 @@ private:
   std::string prefix_, report_;
   std::shared_ptr<Alive> alive_;
   std::int64_t i_ = 0;
+  std::int64_t slow_every_ = 0, slow_ms_ = 0;
 };
 
 // Passes items through; can sleep, fail on a key, emit several or none, emit

@@ -18,6 +18,7 @@
 #include "support/helpers.hpp"
 #include "trace/chrome_trace.hpp"
 #include "trace/html_report.hpp"
+#include "trace/recorder.hpp"
 
 namespace flowd::trace {
 namespace {
@@ -89,6 +90,32 @@ RunTrace small_trace() {
   t.duration_ns = 100 * ms;
   t.config = {{"workflow", "small.json"}, {"flowd_version", "0.1.0"}, {"simulated_gpus", true}};
   return t;
+}
+
+TEST(Recorder, AWorkerNodesTasksGetItsTrackAndALaneMoreWhileTheyOverlap) {
+  trace::Recorder rec(true);
+  auto span = [](std::int64_t a, std::int64_t b) { return trace::Span{7, "op", "st", "k", "node", a, b}; };
+  rec.node_span("data-0", span(0, 10));
+  rec.node_span("data-0", span(10, 20));  // after the first: the same row
+  rec.node_span("data-0", span(15, 30));  // overlaps the second: a lane more
+  rec.node_span("client-0", span(5, 8));
+  rec.node_span("data-0", span(25, 40));  // the first lane is free again at 20
+  const auto t = rec.snapshot(Json::object());
+  std::map<int, std::string> names;
+  for (const auto& tr : t.tracks) {
+    names[tr.id] = tr.name;
+    EXPECT_EQ(tr.kind, "node");
+    EXPECT_GE(tr.id, 100000) << "clashes with a worker's or copy engine's id";
+  }
+  ASSERT_EQ(names.size(), 3u);
+  std::vector<std::pair<std::int64_t, std::string>> placed;
+  for (const auto& s : t.spans) placed.emplace_back(s.start_ns, names.at(s.track));
+  EXPECT_EQ(placed, (std::vector<std::pair<std::int64_t, std::string>>{
+                        {0, "node data-0"}, {5, "node client-0"}, {10, "node data-0"}, {15, "node data-0 #2"},
+                        {25, "node data-0"}}));
+  trace::Recorder off;
+  off.node_span("x", span(0, 1));
+  EXPECT_TRUE(off.snapshot(Json::object()).spans.empty());
 }
 
 TEST(Report, TracksAreOrderedWithCopiesAfterTheirDevice) {

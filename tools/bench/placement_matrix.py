@@ -65,6 +65,56 @@ def transfer_cpu(flowd, env):
     return float(m.group(1))
 
 
+def busy_seconds():
+    """CPU time this machine spent outside idle so far (all processes, the kernel's network work included)."""
+    f = open("/proc/stat").readline().split()
+    user, nice, system, _idle, _iowait, irq, softirq = (int(x) for x in f[1:8])
+    return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
+
+
+def transfer_cpu_emulated(build, out, env, rounds=3):
+    """One end's CPU per MB of an item crossing the emulated links: the same
+    items (40 of 4 MB, made at the data site) once kept there and once sent
+    to the client's coordinator, the machine's busy time of each run told
+    apart and divided by the MB the links carried, over two ends. Unlike
+    flowd calibrate --transfer (loopback, one process) it sees what the
+    benchmark's items cost here: the veth pairs, tbf, the forwarding through
+    the compute site's namespace, and buffers of their own."""
+    sites = out / "sites-transfer-probe.json"
+    sites_file(sites, [1, 1, 1], 200.0, "client", 0, 0.0)
+    wf = out / "transfer-probe.json"
+    wf.write_text(json.dumps({"version": 1, "name": "transfer-probe", "vars": {"output": str(out / "transfer-probe")},
+                              "stages": {
+                                  "src": {"op": "test.count", "params": {"count": 40, "prefix": "x"}},
+                                  "make": {"op": "test.step", "inputs": {"in": "src.out"},
+                                           "params": {"emit_bytes": 4000000}},
+                                  "out": {"op": "test.record", "inputs": {"in": "make.out"},
+                                          "params": {"path": "${output}/out.txt"}}}}))
+    per_mb = []
+    for _ in range(rounds):
+        busy = {}
+        crossed = 0
+        for where in ("data", "client"):
+            place = out / f"transfer-probe-{where}.json"
+            place.write_text(json.dumps({"stages": {"src": "data", "make": "data", "out": where}}))
+            subprocess.run(["rm", "-rf", str(out / "transfer-probe")])
+            b0 = busy_seconds()
+            r = run([str(ROOT / "tools/bench/sites_netns.sh"), str(build), str(sites), str(wf), "--gpu", "none",
+                     "--no-perf-model", "--placement", str(place), "-P", str(build / "test-plugins" / "testops")],
+                    env=env, timeout=300)
+            busy[where] = busy_seconds() - b0
+            if r.returncode != 0:
+                sys.exit(f"the transfer probe failed:\n{r.stdout}{r.stderr}")
+            if where == "client":
+                m = re.search(r"link data -> compute: ([0-9]+) MB", r.stdout)
+                crossed = float(m.group(1)) if m else 0
+        if crossed > 0:
+            per_mb.append(1000 * (busy["client"] - busy["data"]) / crossed / 2)
+    if not per_mb:
+        sys.exit("the transfer probe moved nothing over the links")
+    return max(0.0, statistics.median(per_mb))
+
+
 def sites_file(path, nodes, mb_s, coordinator, host_cores, cpu_ms_per_mb):
     names = ["data", "compute", "client"]
     doc = {"version": 1, "coordinator": coordinator,
@@ -90,7 +140,7 @@ def main():
     ap.add_argument("--host-cores", type=int, default=os.cpu_count(),
                     help="the cores all sites share (they run on this machine); 0: tell the planner nothing")
     ap.add_argument("--transfer-cpu", type=float, default=None,
-                    help="ms of CPU per MB moved at each end, for the host (default: flowd calibrate --transfer)")
+                    help="ms of CPU per MB moved at each end, for the host (default: measured across the emulated links)")
     a = ap.parse_args()
     build = Path(a.build).resolve()
     flowd = build / "bin" / "flowd"
@@ -98,8 +148,10 @@ def main():
     out.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, FLOWD_PLUGIN_PATH=str(build / "lib" / "flowd" / "plugins"))
     common = ["--gpu", "none", "--no-perf-model", "--set", "input=" + a.input]
-    cpu_ms_per_mb = a.transfer_cpu if a.transfer_cpu is not None else transfer_cpu(flowd, env)
-    print(f"transfer_cpu_ms_per_mb {cpu_ms_per_mb:.3f}", flush=True)
+    print(f"flowd calibrate --transfer (loopback, one process): {transfer_cpu(flowd, env):.3f} ms per MB at each end",
+          flush=True)
+    cpu_ms_per_mb = a.transfer_cpu if a.transfer_cpu is not None else transfer_cpu_emulated(build, out, env)
+    print(f"transfer_cpu_ms_per_mb {cpu_ms_per_mb:.3f} (across the emulated links)", flush=True)
     results = []
     summary = []
     for wf_name in a.workflows.split(","):

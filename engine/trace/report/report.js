@@ -457,7 +457,7 @@ const timeline = (function () {
 // --------------------------------------------------------------- utilization
 {
   const table = $('utilization-table');
-  const kindColour = { cpu: '#4e79a7', gpu: '#59a14f', sim_gpu: '#d4a72c', copy: '#3b5b8c' };
+  const kindColour = { cpu: '#4e79a7', gpu: '#59a14f', sim_gpu: '#d4a72c', copy: '#3b5b8c', node: '#b07aa1' };
   table.append(el('thead', {}, el('tr', {}, el('th', { class: 'l', text: 'track' }), el('th', { class: 'l', text: 'kind' }),
     el('th', { text: 'spans' }), el('th', { text: 'busy' }), el('th', { class: 'l', text: 'utilization' }))));
   if (!(sum.tracks || []).length) table.replaceWith(el('p', { class: 'muted', text: 'No tracks were recorded.' }));

@@ -83,9 +83,9 @@ function el(tag, attrs, ...kids) {
   return e;
 }
 function variantLabel(v) {
-  return { cpu: 'CPU', gpu: 'GPU', sim: 'Simulated GPU', copy: 'copy' }[v] || v;
+  return { cpu: 'CPU', gpu: 'GPU', sim: 'Simulated GPU', copy: 'copy', node: 'on a worker node' }[v] || v;
 }
 function kindLabel(k) {
-  return { cpu: 'CPU', gpu: 'GPU', sim_gpu: 'simulated GPU', copy: 'copy engine' }[k] || k || '';
+  return { cpu: 'CPU', gpu: 'GPU', sim_gpu: 'simulated GPU', copy: 'copy engine', node: 'worker node' }[k] || k || '';
 }
 
