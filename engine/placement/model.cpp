@@ -1,6 +1,7 @@
 #include "placement/model.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <stdexcept>
 
 namespace flowd::placement {
@@ -24,13 +25,22 @@ void check(const Problem& p) {
   }
 }
 
-bool feasible(const Problem& p, const Placement& where) {
-  if (where.size() != p.stages.size()) return false;
+namespace {
+
+// The first stage off the chain or off the site it is fixed to (`where`
+// has a site for every stage).
+std::optional<std::size_t> misplaced(const Problem& p, const Placement& where) {
   for (std::size_t i = 0; i < p.stages.size(); ++i) {
-    if (where[i] >= p.sites.size()) return false;
-    if (!p.fixed.empty() && p.fixed[i] && *p.fixed[i] != where[i]) return false;
+    if (where[i] >= p.sites.size()) return i;
+    if (!p.fixed.empty() && p.fixed[i] && *p.fixed[i] != where[i]) return i;
   }
-  return true;
+  return std::nullopt;
+}
+
+}  // namespace
+
+bool feasible(const Problem& p, const Placement& where) {
+  return where.size() == p.stages.size() && !misplaced(p, where);
 }
 
 namespace {
@@ -154,14 +164,14 @@ Prediction predict(const Problem& p, const Placement& where) {
   if (where.size() != p.stages.size())
     throw std::invalid_argument("placement: sites for " + std::to_string(where.size()) + " of " +
                                 std::to_string(p.stages.size()) + " stages");
-  for (std::size_t i = 0; i < p.stages.size(); ++i) {
-    if (where[i] >= p.sites.size())
-      throw std::invalid_argument("placement: stage '" + p.stages[i].name + "' is placed on site " +
-                                  std::to_string(where[i]) + ", which does not exist");
-    if (!p.fixed.empty() && p.fixed[i] && *p.fixed[i] != where[i])
-      throw std::invalid_argument("placement: stage '" + p.stages[i].name + "' is placed at site '" +
-                                  p.sites.sites[where[i]].name + "' but must stay at '" +
-                                  p.sites.sites[*p.fixed[i]].name + "'");
+  if (const auto i = misplaced(p, where)) {
+    const std::string& stage = p.stages[*i].name;
+    if (where[*i] >= p.sites.size())
+      throw std::invalid_argument("placement: stage '" + stage + "' is placed on site " + std::to_string(where[*i]) +
+                                  ", which does not exist");
+    throw std::invalid_argument("placement: stage '" + stage + "' is placed at site '" +
+                                p.sites.sites[where[*i]].name + "' but must stay at '" +
+                                p.sites.sites[*p.fixed[*i]].name + "'");
   }
   Prediction out = empty_prediction(p);
   std::vector<bool> used(2 * p.sites.links.size(), false);

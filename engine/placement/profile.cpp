@@ -11,8 +11,7 @@ namespace flowd::placement {
 
 Json to_json(const Profile& p) {
   Json stages = Json::object();
-  for (const auto& [name, s] : p.stages)
-  {
+  for (const auto& [name, s] : p.stages) {
     stages[name] = {{"seconds", s.seconds}, {"bytes_out", s.bytes_out}, {"items_out", s.items_out},
                     {"input_bytes", s.input_bytes}};
     if (s.burst > 1) stages[name]["burst"] = s.burst;

@@ -102,8 +102,7 @@ void RunState::run_sink_on_node(StageState& s, Tuple t) {
 }
 
 void RunState::sink_answer(StageState& s, const Tuple& t, RemoteResult r) {
-  s.busy_ns.fetch_add(static_cast<std::int64_t>(r.seconds * 1e9));
-  runner_.trace_node_task(s.op(), s.name(), r.key.empty() ? t.key : r.key, r);
+  count_node_task(s, r.key.empty() ? t.key : r.key, r);
   if (!r.ok && r.node_lost)
     r.error += " (sink '" + s.name() + "' kept its state and files on that node, so the run cannot go on)";
   std::lock_guard lk(m_);

@@ -58,11 +58,9 @@ void RunState::run_source_on_node(StageState& s) {
 
 void RunState::source_answer(StageState& s, RemoteResult r) {
   SourceWindow& w = *s.window;
-  s.busy_ns.fetch_add(static_cast<std::int64_t>(r.seconds * 1e9));
-  s.note_call(static_cast<std::int64_t>(r.seconds * 1e9));
   // Its outputs end with the node's record of the call: the item before it
   // names the call.
-  runner_.trace_node_task(s.op(), s.name(), r.outputs.size() > 1 ? r.outputs.front().meta.key : s.name(), r);
+  count_node_task(s, r.outputs.size() > 1 ? r.outputs.front().meta.key : s.name(), r);
   Outcome o{r.ok, std::move(r.error), r.key.empty() ? s.name() : std::move(r.key)};
   bool more = false;
   if (o.ok) {

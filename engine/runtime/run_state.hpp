@@ -219,6 +219,9 @@ private:
   // executor, and its answer (on a pool thread).
   void submit_remote_locked(StageState& s, Tuple t);
   void remote_done(StageState& s, const Tuple& t, RemoteResult r);
+  // What every answer of a worker node counts: the operator's time there as
+  // the stage's busy time and longest call, and its bar in the trace.
+  void count_node_task(StageState& s, const std::string& key, const RemoteResult& r);
 
   // --- the whole run (run_state.cpp) -------------------------------------------
   void replay_sink_inputs();

@@ -163,9 +163,15 @@ void RunState::submit_remote_locked(StageState& s, Tuple t) {
   opts().remote->submit(std::move(task));
 }
 
+void RunState::count_node_task(StageState& s, const std::string& key, const RemoteResult& r) {
+  const auto ns = static_cast<std::int64_t>(r.seconds * 1e9);
+  s.busy_ns.fetch_add(ns);
+  s.note_call(ns);
+  runner_.trace_node_task(s.op(), s.name(), key, r);
+}
+
 void RunState::remote_done(StageState& s, const Tuple& t, RemoteResult r) {
-  s.busy_ns.fetch_add(static_cast<std::int64_t>(r.seconds * 1e9));
-  runner_.trace_node_task(s.op(), s.name(), r.key.empty() ? t.key : r.key, r);
+  count_node_task(s, r.key.empty() ? t.key : r.key, r);
   std::lock_guard lk(m_);
   if (r.ok) {
     const auto credits = t.credits();

@@ -77,7 +77,6 @@ public:
   std::size_t started() const noexcept { return started_.size(); }
   std::size_t asked() const noexcept { return asked_; }
   std::size_t slots() const noexcept { return slots_; }
-  std::size_t pull_ahead() const noexcept { return pull_ahead_; }
   std::size_t capacity() const noexcept { return slots_ + lookahead_; }
   // Started task ids (shutdown reports them).
   std::vector<std::uint64_t> started_ids() const { return {started_.begin(), started_.end()}; }
