@@ -1,6 +1,7 @@
 // Operators for testing the engine: deterministic, observable and able to
 // fail on demand. Not installed.
 #include <fcntl.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -24,6 +25,14 @@ using Clock = std::chrono::steady_clock;
 
 std::int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
+}
+
+// This thread's CPU time: work measured by it costs the same however many
+// processes share the cores.
+std::int64_t thread_cpu_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
 // Appends one line atomically (O_APPEND), so concurrent tasks can share a file.
@@ -122,13 +131,14 @@ public:
             .params = {ParamSpec::integer("sleep_ms", 0).at_least(0), ParamSpec::string("fail_key", ""),
                        ParamSpec::integer("copies", 1).at_least(0), ParamSpec::string("trace", ""),
                        ParamSpec::integer("spin_us", 0).at_least(0),
+                       ParamSpec::integer("cpu_us", 0).at_least(0).doc("work until this thread has used this much CPU: the same work however many processes share the cores"),
                        ParamSpec::integer("sleep_per_i_ms", 0).at_least(0).doc("sleep i times this more for {\"i\": i} (or attrs.i): uneven tasks"),
                        ParamSpec::integer("emit_bytes", 0).at_least(0).doc("emit a u8 array of this size instead of the input, with attrs.i = i"),
                        ParamSpec::integer("slow_from", -1).doc("items with i >= this sleep slow_ms more (a slow tail)"),
                        ParamSpec::integer("slow_ms", 0).at_least(0)}};
   }
   explicit Step(const Params& p)
-      : sleep_ms_(p.get<std::int64_t>("sleep_ms")), spin_us_(p.get<std::int64_t>("spin_us")),
+      : sleep_ms_(p.get<std::int64_t>("sleep_ms")), spin_us_(p.get<std::int64_t>("spin_us")), cpu_us_(p.get<std::int64_t>("cpu_us")),
         sleep_per_i_ms_(p.get<std::int64_t>("sleep_per_i_ms")), emit_bytes_(p.get<std::int64_t>("emit_bytes")),
         slow_from_(p.get<std::int64_t>("slow_from")), slow_ms_(p.get<std::int64_t>("slow_ms")),
         copies_(p.get<std::int64_t>("copies")), fail_key_(p.get<std::string>("fail_key")),
@@ -145,6 +155,9 @@ public:
     if (sleep > 0) std::this_thread::sleep_for(std::chrono::milliseconds(sleep));
     if (spin_us_ > 0)
       for (const auto end = Clock::now() + std::chrono::microseconds(spin_us_); Clock::now() < end;) {
+      }
+    if (cpu_us_ > 0)
+      for (const std::int64_t end = thread_cpu_ns() + cpu_us_ * 1000; thread_cpu_ns() < end;) {
       }
     if (!fail_key_.empty() && in.meta.key == fail_key_) throw Error("asked to fail on " + fail_key_);
     for (std::int64_t c = 0; c < copies_; ++c) {
@@ -163,7 +176,7 @@ public:
   }
 
 private:
-  std::int64_t sleep_ms_, spin_us_, sleep_per_i_ms_, emit_bytes_, slow_from_, slow_ms_, copies_;
+  std::int64_t sleep_ms_, spin_us_, cpu_us_, sleep_per_i_ms_, emit_bytes_, slow_from_, slow_ms_, copies_;
   std::string fail_key_, trace_;
 };
 
