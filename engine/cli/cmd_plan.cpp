@@ -15,6 +15,7 @@
 #include "cli/workflow_options.hpp"
 #include "placement/planner.hpp"
 #include "placement/profile.hpp"
+#include "placement/sensitivity.hpp"
 #include "util/fs.hpp"
 
 namespace po = boost::program_options;
@@ -43,6 +44,49 @@ std::size_t compute_site(const placement::Sites& s) {
   for (std::size_t j = 1; j < s.size(); ++j)
     if (s.sites[j].speed * s.sites[j].nodes > s.sites[best].speed * s.sites[best].nodes) best = j;
   return best;
+}
+
+std::string ms_per_mb(double seconds_per_byte) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g ms/MB", seconds_per_byte * 1e9);
+  return buf;
+}
+
+// "segment@data, features@data": the stages `other` puts elsewhere than `where`.
+std::string moves(const placement::Problem& p, const placement::Placement& where, const placement::Placement& other) {
+  std::string out;
+  for (std::size_t i = 0; i < where.size(); ++i)
+    if (other[i] != where[i]) out += (out.empty() ? "" : ", ") + p.stages[i].name + "@" + p.sites.sites[other[i]].name;
+  return out;
+}
+
+// How far the plan holds for each host's cost of moving items
+// (placement/sensitivity.hpp). Re-plans some 40 times a host, so only
+// where one plan is quick.
+void print_sensitivity(const placement::Problem& p, const placement::Plan& plan) {
+  const bool any = std::any_of(p.sites.hosts.begin(), p.sites.hosts.end(),
+                               [](const placement::Host& h) { return h.transfer_cpu > 0; });
+  if (!any) return;
+  std::cout << "\nhow far the plan holds (what moving items costs a host is the model's least certain term):\n";
+  if (plan.tried > 100'000) {
+    std::cout << "  not computed: one plan tried " << plan.tried << " placements\n";
+    return;
+  }
+  for (const auto& s : placement::transfer_sensitivity(p, plan)) {
+    const placement::Host& h = p.sites.hosts[s.host];
+    char share[160];
+    std::snprintf(share, sizeof share, "%.3g MB an item, %.3g s of its %.4g s/item", plan.predicted.host_moved_bytes[s.host] / 1e6,
+                  plan.predicted.host_moved_bytes[s.host] * h.transfer_cpu / h.cores, plan.predicted.host_seconds[s.host]);
+    std::cout << "  host " << h.name << " (" << ms_per_mb(h.transfer_cpu) << " at each end; " << share << "):\n"
+              << "    the same plan from " << ms_per_mb(s.low) << (s.low_is_scan_end ? " (as far as tried)" : "")
+              << " to " << ms_per_mb(s.high) << (s.high_is_scan_end ? " (as far as tried)" : "") << "\n";
+    if (s.above)
+      std::cout << "    above " << ms_per_mb(s.high) << ": " << moves(p, plan.where, s.above->where) << " ("
+                << seconds(s.above->predicted.total) << ")\n";
+    if (s.below)
+      std::cout << "    below " << ms_per_mb(s.low) << ": " << moves(p, plan.where, s.below->where) << " ("
+                << seconds(s.below->predicted.total) << ")\n";
+  }
 }
 
 }  // namespace
@@ -129,6 +173,7 @@ int cmd_plan(const Args& args) {
                seconds(at_compute.total), per_item(at_compute)});
     table.row({"demand-driven (today's default, modelled)", seconds(demand.total), per_item(demand)});
     std::cout << table.str("  ");
+    print_sensitivity(problem, plan);
 
     if (!write_file.empty()) {
       Json stages_json = Json::object();

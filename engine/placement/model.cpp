@@ -72,10 +72,13 @@ void cross(const Problem& p, Prediction& out, std::vector<bool>& used, std::vect
 // bytes its sites send and receive.
 void hosts(const Problem& p, Prediction& out, const std::vector<double>& parallel, const std::vector<double>& moved) {
   out.host_seconds.assign(p.sites.hosts.size(), 0.0);
+  out.host_moved_bytes.assign(p.sites.hosts.size(), 0.0);
   for (std::size_t h = 0; h < p.sites.hosts.size(); ++h) {
     const Host& host = p.sites.hosts[h];
-    for (const std::size_t j : host.sites)
+    for (const std::size_t j : host.sites) {
       out.host_seconds[h] += parallel[j] / p.sites.sites[j].speed + moved[j] * host.transfer_cpu;
+      out.host_moved_bytes[h] += moved[j];
+    }
     out.host_seconds[h] /= host.cores;
   }
 }

@@ -73,6 +73,7 @@ struct Prediction {
   // Hosts: as in Sites::hosts.
   std::vector<double> site_seconds, link_seconds, host_seconds;
   std::vector<double> link_bytes;
+  std::vector<double> host_moved_bytes;  // per item, what each host's sites send and receive (both ends)
   double burst_seconds = 0;  // of `total`: what bursty sources add at the stream's ends
 };
 

@@ -2,8 +2,10 @@
 // profile measured by a run plans a chain of test stages; the plan is
 // printed beside the defaults and written as JSON; a bad sites file or a
 // profile missing a stage is refused (exit 2) naming what is wrong;
-// `flowd calibrate --transfer` measures what a sites file's hosts pay per MB.
+// `flowd calibrate --transfer` measures what a sites file's hosts pay per MB;
+// the plan says how far it holds when that figure is off.
 #include <fstream>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -105,6 +107,46 @@ TEST(PlanCli, AMeasuredProfilePlansTheChainBesideTheDefaults) {
                                               "--no-progress", "--no-perf-model"});
   ASSERT_EQ(unplaced.code, 0) << unplaced.err;
   EXPECT_NE(unplaced.err.find("placement: none (demand-driven), modelled "), std::string::npos) << unplaced.err;
+}
+
+TEST(PlanCli, ThePlanSaysHowFarItHoldsForAHostsCostOfMovingItems) {
+  // Two sites on one host of two cores. The map (0.1 s an item) takes the
+  // data site's one node 0.1 s an item; at compute (two nodes) 0.05 s, but
+  // its 1 MB input then costs the host both ends: (0.1 + 2 MB · c) / 2,
+  // which reaches 0.1 s at c = 50 ms/MB. At 20 ms/MB it goes to compute;
+  // above 50, back by its data.
+  const auto dir = test::scratch();
+  std::ofstream(dir / "wf.json") << chain_workflow((dir / "out.txt").string());
+  std::ofstream(dir / "sites.json") << R"({"version": 1,
+    "sites": [{"name": "data"}, {"name": "compute", "nodes": 2}],
+    "links": [{"from": "data", "to": "compute", "bandwidth_mb_s": 1000000}],
+    "hosts": [{"name": "box", "cores": 2, "sites": ["data", "compute"], "transfer_cpu_ms_per_mb": 20}]})";
+  std::ofstream(dir / "profile.json") << R"({"version": 1, "source_items": 1000000, "stages": {
+    "src": {"seconds": 0, "bytes_out": 1000000, "items_out": 1, "input_bytes": 0},
+    "twice": {"seconds": 0.1, "bytes_out": 0, "items_out": 1, "input_bytes": 0},
+    "sink": {"seconds": 0, "bytes_out": 0, "items_out": 1, "input_bytes": 0}}})";
+  const auto plan = test::flowd_cmd(dir, {"plan", "wf.json", "--sites", "sites.json", "--profile", "profile.json",
+                                          "--fix", "src=data", "--write", "plan.json"});
+  ASSERT_EQ(plan.code, 0) << plan.err;
+  EXPECT_EQ(Json::parse(test::slurp(dir / "plan.json"))["stages"]["twice"], "compute") << plan.out;
+  EXPECT_NE(plan.out.find("how far the plan holds"), std::string::npos) << plan.out;
+  EXPECT_NE(plan.out.find("host box (20 ms/MB at each end; 2 MB an item"), std::string::npos) << plan.out;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(plan.out, m, std::regex(R"(the same plan from ([0-9.]+) ms/MB \(as far as tried\) to ([0-9.]+) ms/MB\n)")))
+      << plan.out;
+  EXPECT_DOUBLE_EQ(std::stod(m[1].str()), 2.5) << "an eighth of 20: nothing changes below";
+  EXPECT_GT(std::stod(m[2].str()), 49.4);
+  EXPECT_LE(std::stod(m[2].str()), 50.0);
+  EXPECT_NE(plan.out.find("ms/MB: twice@data ("), std::string::npos) << plan.out;
+
+  // No figure for the host: nothing to say.
+  std::ofstream(dir / "free.json") << R"({"version": 1,
+    "sites": [{"name": "data"}, {"name": "compute", "nodes": 2}],
+    "links": [{"from": "data", "to": "compute", "bandwidth_mb_s": 1000000}],
+    "hosts": [{"name": "box", "cores": 2, "sites": ["data", "compute"]}]})";
+  const auto free = test::flowd_cmd(dir, {"plan", "wf.json", "--sites", "free.json", "--profile", "profile.json"});
+  ASSERT_EQ(free.code, 0) << free.err;
+  EXPECT_EQ(free.out.find("how far the plan holds"), std::string::npos) << free.out;
 }
 
 TEST(PlanCli, AProfileSaysHowBurstyEachSourceIs) {
