@@ -5,6 +5,7 @@
 #include "placement/sensitivity.hpp"
 
 using namespace flowd::placement;
+// flowd::Placement (an array's) is another: the site vector is spelt in full.
 
 namespace {
 
@@ -35,7 +36,7 @@ Problem two_sites_one_host(double transfer_cpu) {
 TEST(PlacementSensitivity, ThePlanHoldsUpToTheCostWhereMovingStopsPaying) {
   const Problem p = two_sites_one_host(2e-8);  // 20 ms/MB: moving pays
   const Plan chosen = plan(p);
-  ASSERT_EQ(chosen.where, (Placement{0, 1}));
+  ASSERT_EQ(chosen.where, (flowd::placement::Placement{0, 1}));
   ASSERT_EQ(chosen.predicted.host_moved_bytes.size(), 1u);
   EXPECT_NEAR(chosen.predicted.host_moved_bytes[0], 2e6, 1e-6);
   const auto s = transfer_sensitivity(p, chosen);
@@ -46,7 +47,7 @@ TEST(PlacementSensitivity, ThePlanHoldsUpToTheCostWhereMovingStopsPaying) {
   EXPECT_LE(s[0].high, 5e-8);
   EXPECT_GT(s[0].high, 5e-8 / 1.011);
   ASSERT_TRUE(s[0].above.has_value());
-  EXPECT_EQ(s[0].above->where, (Placement{0, 0}));
+  EXPECT_EQ(s[0].above->where, (flowd::placement::Placement{0, 0}));
   // Down: cheaper moving only favours the plan; it holds to the scan's end.
   EXPECT_TRUE(s[0].low_is_scan_end);
   EXPECT_NEAR(s[0].low, 2e-8 / 8, 1e-15);
@@ -56,7 +57,7 @@ TEST(PlacementSensitivity, ThePlanHoldsUpToTheCostWhereMovingStopsPaying) {
 TEST(PlacementSensitivity, ThePlanHoldsDownToTheCostWhereMovingStartsPaying) {
   const Problem p = two_sites_one_host(1e-7);  // 100 ms/MB: the stage stays by its source
   const Plan chosen = plan(p);
-  ASSERT_EQ(chosen.where, (Placement{0, 0}));
+  ASSERT_EQ(chosen.where, (flowd::placement::Placement{0, 0}));
   const auto s = transfer_sensitivity(p, chosen);
   ASSERT_EQ(s.size(), 1u);
   EXPECT_TRUE(s[0].high_is_scan_end);
@@ -64,7 +65,7 @@ TEST(PlacementSensitivity, ThePlanHoldsDownToTheCostWhereMovingStartsPaying) {
   EXPECT_GE(s[0].low, 5e-8);
   EXPECT_LT(s[0].low, 5e-8 * 1.011);
   ASSERT_TRUE(s[0].below.has_value());
-  EXPECT_EQ(s[0].below->where, (Placement{0, 1}));
+  EXPECT_EQ(s[0].below->where, (flowd::placement::Placement{0, 1}));
 }
 
 TEST(PlacementSensitivity, AHostThatPaysNothingForMovingIsLeftOut) {

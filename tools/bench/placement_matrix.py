@@ -25,6 +25,14 @@ once its source sits by its data).
       [--bandwidths 4,16,100]
       [--chains 111,221] [--workflows nuclei,virtual-microscope] [--input SPEC]
       [--coordinator data|compute|client] [--host-cores N] [--transfer-cpu MS_PER_MB]
+      [--transfer-from probe|workflow] [--calibrate-only]
+
+The host's CPU per MB moved (the sites files' transfer_cpu_ms_per_mb) comes
+from a probe of the emulated links (test items, by default) or, with
+--transfer-from workflow, from each workflow's own items (two calibration
+runs of it, every movable stage at the data site and at the compute site,
+told apart by the machine's busy time); --calibrate-only prints the
+figures and stops.
 
 Writes OUTDIR/results.json (every run) and OUTDIR/summary.md (one row per
 workflow, chain and bandwidth); prints the summary.
@@ -116,6 +124,54 @@ def transfer_cpu_emulated(build, out, env, rounds=3):
     return max(0.0, statistics.median(per_mb))
 
 
+def transfer_cpu_workflow(build, out, env, wf, wf_name, prof, roles, common, rounds=3):
+    """One end's CPU per MB moved between processes, measured with the
+    workflow's own items: every movable stage at the data site (the least
+    traffic) and at the compute site (the most), each run `rounds` times,
+    alternating, on a 1-1-1 chain at 200 MB/s; the machine's busy time of the
+    two told apart and divided by the difference of what the model says each
+    moves (flowd plan: "MB an item", both ends counted). The two run the same
+    operators, so what differs is the moving. Unlike the probe it sees
+    whatever this workflow's items cost beyond bytes (docs/benchmarks.md
+    §15.8: 8.8 ms a MB where the probe read 3.2-4.5)."""
+    flowd = build / "bin" / "flowd"
+    sources, movable, sinks = roles
+    sites = out / f"sites-calibrate-{wf_name}.json"
+    sites_file(sites, [1, 1, 1], 200.0, "client", os.cpu_count(), 1.0)
+    items = json.loads(prof.read_text())["source_items"]
+    placements, moved = {}, {}
+    for where in ("data", "compute"):
+        stages = {s: "data" for s in sources}
+        stages.update({s: where for s in movable})
+        stages.update({s: "client" for s in sinks})
+        placements[where] = out / f"calibrate-{wf_name}-{where}.json"
+        placements[where].write_text(json.dumps({"stages": stages}))
+        r = run([str(flowd), "plan", str(wf), "--sites", str(sites), "--profile", str(prof)]
+                + [f"--fix={k}={v}" for k, v in stages.items()], env=env)
+        m = re.search(r"; ([0-9.eE+-]+) MB an item,", r.stdout)
+        if r.returncode != 0 or not m:
+            sys.exit(f"flowd plan could not say what {wf_name} moves with every stage at {where}:\n{r.stdout}{r.stderr}")
+        moved[where] = float(m.group(1)) * items
+    if moved["compute"] - moved["data"] < 1:
+        return None
+    per_mb = []
+    for _ in range(rounds):
+        busy = {}
+        for where in ("data", "compute"):
+            target = out / "calibrate-run"
+            subprocess.run(["rm", "-rf", str(target)])
+            b0 = busy_seconds()
+            r = run([str(ROOT / "tools/bench/sites_netns.sh"), str(build), str(sites), str(wf), "--placement",
+                     str(placements[where]), "--set", f"output={target}"] + common, env=env, timeout=600)
+            busy[where] = busy_seconds() - b0
+            if r.returncode != 0:
+                sys.exit(f"the calibration run of {wf_name} failed:\n{r.stdout}{r.stderr}")
+        per_mb.append(1000 * (busy["compute"] - busy["data"]) / (moved["compute"] - moved["data"]))
+    print(f"{wf_name}: moving its items costs {', '.join(f'{x:.2f}' for x in per_mb)} ms per MB at each end "
+          f"({moved['data']:.0f} against {moved['compute']:.0f} MB moved)", flush=True)
+    return max(0.0, statistics.median(per_mb))
+
+
 def median_profile(profiles):
     """Each stage's figures as their median over several profile runs: this
     machine is shared, and one run's costs were seen 20-40 % above another's
@@ -158,6 +214,10 @@ def main():
                     help="the cores all sites share (they run on this machine); 0: tell the planner nothing")
     ap.add_argument("--transfer-cpu", type=float, default=None,
                     help="ms of CPU per MB moved at each end, for the host (default: measured across the emulated links)")
+    ap.add_argument("--transfer-from", default="probe", choices=["probe", "workflow"],
+                    help="measure the host's ms per MB with the probe's items (the default) or each workflow's own")
+    ap.add_argument("--calibrate-only", action="store_true",
+                    help="measure the profiles and the ms per MB, print them, and stop")
     a = ap.parse_args()
     build = Path(a.build).resolve()
     flowd = build / "bin" / "flowd"
@@ -191,6 +251,16 @@ def main():
         doc = json.loads(wf.read_text())
         consumed = {v.split(".")[0] for st in doc["stages"].values() for v in st.get("inputs", {}).values()}
         sources = [n for n, st in doc["stages"].items() if not st.get("inputs")]
+        wf_ms_per_mb = cpu_ms_per_mb
+        if a.transfer_from == "workflow" and a.transfer_cpu is None:
+            sinks_of = [n for n in doc["stages"] if n not in consumed]
+            roles = (sources, [n for n in doc["stages"] if n not in sources and n not in sinks_of], sinks_of)
+            measured = transfer_cpu_workflow(build, out, env, wf, wf_name, prof, roles, common)
+            if measured is not None:
+                wf_ms_per_mb = measured
+            print(f"{wf_name}: transfer_cpu_ms_per_mb {wf_ms_per_mb:.3f}", flush=True)
+        if a.calibrate_only:
+            continue
         # The defaults' second form: the source by its data, the rest demand-driven.
         for n in sources:
             doc["stages"][n]["labels"] = ["site:data"]
@@ -200,8 +270,10 @@ def main():
             nodes = [int(c) for c in chain]
             for bw in [float(x) for x in a.bandwidths.split(",")]:
                 tag = f"{wf_name}-{chain}-{bw:g}"
-                sites = out / f"sites-{chain}-{bw:g}.json"
-                sites_file(sites, nodes, bw, a.coordinator, a.host_cores, cpu_ms_per_mb)
+                # A figure of the workflow's own: sites files of its own.
+                sites = out / (f"sites-{chain}-{bw:g}.json" if wf_ms_per_mb == cpu_ms_per_mb
+                               else f"sites-{wf_name}-{chain}-{bw:g}.json")
+                sites_file(sites, nodes, bw, a.coordinator, a.host_cores, wf_ms_per_mb)
                 planned = out / f"plan-{tag}.json"
                 r = run([str(flowd), "plan", str(wf), "--sites", str(sites), "--profile", str(prof), "--write",
                          str(planned)] + [f"--fix={x}=data" for x in sources], env=env)

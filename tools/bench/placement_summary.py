@@ -39,7 +39,11 @@ def main():
             doc = json.loads(wf.read_text())
             sources = [n for n, st in doc["stages"].items() if not st.get("inputs")]
             plan_file = out / f"replan-{wf_name}-{chain}-{bw:g}.json"
-            r = subprocess.run([str(flowd), "plan", str(wf), "--sites", str(out / f"sites-{chain}-{bw:g}.json"),
+            # The workflow's own sites file where the matrix measured its own ms per MB.
+            sites = out / f"sites-{wf_name}-{chain}-{bw:g}.json"
+            if not sites.exists():
+                sites = out / f"sites-{chain}-{bw:g}.json"
+            r = subprocess.run([str(flowd), "plan", str(wf), "--sites", str(sites),
                                 "--profile", str(out / f"profile-{wf_name}.json"), "--write", str(plan_file)] +
                                [f"--fix={s}=data" for s in sources], capture_output=True, text=True)
             if r.returncode != 0:
@@ -59,7 +63,7 @@ def main():
                 where = dict(part.split("@") for part in k.split(", "))
                 f = out / "predict-case.json"
                 f.write_text(json.dumps({"stages": where}))
-                p = subprocess.run([str(flowd), "plan", str(wf), "--sites", str(out / f"sites-{chain}-{bw:g}.json"),
+                p = subprocess.run([str(flowd), "plan", str(wf), "--sites", str(sites),
                                     "--profile", str(out / f"profile-{wf_name}.json")] +
                                    [f"--fix={s}={where[s]}" for s in where], capture_output=True, text=True)
                 line = next((ln for ln in p.stdout.splitlines() if ln.strip().startswith("planned ")), "")
