@@ -157,6 +157,16 @@ Prediction empty_prediction(const Problem& p) {
 
 double capacity(const Site& s) { return s.speed * static_cast<double>(s.nodes); }
 
+// The share of a stage's inputs made on another of its site's worker nodes:
+// tasks spread over the site's n nodes, so (n − 1) / n of them pull what
+// they read from a node of their own site, a crossing between two
+// processes that costs the site's host both ends but no link
+// (docs/benchmarks.md §15.8: on the 2-2-1 chain, all at data kept the two
+// data nodes pulling tiles from each other).
+double elsewhere_on(const Site& s) {
+  return s.nodes > 1 ? static_cast<double>(s.nodes - 1) / static_cast<double>(s.nodes) : 0.0;
+}
+
 }  // namespace
 
 double site_time(const Site& s, double parallel, double serial) {
@@ -202,6 +212,8 @@ Prediction predict(const Problem& p, const Placement& where) {
         cross(p, out, used, moved, where[i], where[c], s.bytes_out, s.items_out);
       else if (in_coordinator(i) != in_coordinator(c))
         moved[where[i]] += 2 * s.bytes_out;  // two processes of one site: both ends there
+      else if (!in_coordinator(i))
+        moved[where[i]] += 2 * s.bytes_out * elsewhere_on(p.sites.sites[where[i]]);
     }
     if (s.sink) cross(p, out, used, moved, where[i], last, s.bytes_out, s.items_out);
   }

@@ -18,7 +18,10 @@
 // Consumers may sit before their producer in the chain (a coordinator at
 // the last site sends tiles back to the cluster): the paper's chain is the
 // case where every item flows forward. Sites on one host (sites.hpp) also
-// share its cores, and pay the CPU of moving items: per item
+// share its cores, and pay the CPU of moving items, between sites and
+// between the processes of one site (the coordinator's and a worker
+// node's; two worker nodes, for the (n − 1) / n of a site of n nodes'
+// tasks whose inputs another of its nodes made): per item
 //   T(H) = (Σ over its sites j, over their stages, of seconds / speed_j
 //           + Σ over its sites j of the bytes j sends and receives · transfer_cpu_H) / cores_H
 // (each end of a crossing pays; sites an item only passes through pay nothing).

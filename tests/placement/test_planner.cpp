@@ -129,6 +129,15 @@ TEST(PlacementModel, AHostsCpuPaysForWhatItsSitesSendAndReceive) {
   // On two cores, the same work over two.
   p.sites.hosts[0].cores = 2;
   EXPECT_NEAR(predict(p, {0, 1, 2}).host_seconds[0], (0.45 + 0.082) / 2, 1e-12);
+  p.sites.hosts[0].cores = 1;
+  // Read and segment at B, whose two worker nodes share the segmentation:
+  // half of its tasks pull the 4 MB item from the other node (B pays both
+  // ends, +4e6 B on average), besides the input crossing A -> B and the
+  // labels B -> C.
+  EXPECT_NEAR(predict(p, {1, 1, 2}).host_seconds[0], 0.45 + (8e6 + 4e6 + 2e5) * 1e-8, 1e-12);
+  // A site of one node moves nothing between its nodes.
+  p.sites.sites[1].nodes = 1;
+  EXPECT_NEAR(predict(p, {1, 1, 2}).host_seconds[0], 0.45 + (8e6 + 2e5) * 1e-8, 1e-12);
 }
 
 TEST(PlacementModel, ABurstySourceDelaysTheStreamsEnds) {
