@@ -69,7 +69,8 @@ void print_sensitivity(const placement::Problem& p, const placement::Plan& plan)
   if (!any) return;
   std::cout << "\nhow far the plan holds (what moving items costs a host is the model's least certain term):\n";
   if (plan.tried > 100'000) {
-    std::cout << "  not computed: one plan tried " << plan.tried << " placements\n";
+    std::cout << "  not computed: one plan tried " << plan.tried
+              << (plan.method == "exhaustive" ? " placements\n" : " candidate bottlenecks\n");
     return;
   }
   for (const auto& s : placement::transfer_sensitivity(p, plan)) {
