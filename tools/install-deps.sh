@@ -18,6 +18,7 @@ packages=(
   libhdf5-dev hdf5-tools
   libfftw3-dev
   zlib1g-dev                                                          # gzipped proteomes (plugins/cvtree)
+  libjpeg-dev libtiff-dev                                             # damaged JPEG/TIFF inputs refused (plugins/imagefile)
   libgtest-dev libgmock-dev
 )
 for arg in "$@"; do

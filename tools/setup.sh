@@ -22,10 +22,11 @@ bench=ON
 # A unity build (CMakeLists.txt says why): this script builds everything once.
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DFLOWD_BUILD_BENCH=$bench -DFLOWD_UNITY_BUILD=ON >/dev/null
 # The main job needs the flowd binary and the shipped plugins (the H&E
-# generator is linked into the io plugin); the tests and benchmarks are built
-# only for `test` and `build`.
+# generator is linked into the io plugin); `run` also builds the small
+# command-line tools of docs/tools.md (generators, flowd-score). The tests
+# and benchmarks are built only for `test` and `build`.
 case "$what" in
-  run) cmake --build "$build" -j "$jobs" --target flowd flowd_plugins ;;
+  run) cmake --build "$build" -j "$jobs" --target flowd flowd_plugins flowd_tools ;;
   *) cmake --build "$build" -j "$jobs" ;;
 esac
 

@@ -41,14 +41,24 @@ std::string summary(const std::string& s) {
 struct ListOptions {
   PluginOptions plugins;
   bool json = false;
+  bool quiet = false, verbose = false;
   std::string name;
+
+  // `usual`: what the command says without either flag.
+  LogLevel level(LogLevel usual) const {
+    return quiet ? LogLevel::error : verbose ? LogLevel::debug : json ? LogLevel::error : usual;
+  }
 };
 
+// The common options of flowd --help (--quiet, --verbose) as every command
+// takes them (issue 38: `flowd plugins -q` was refused).
 void add_options(po::options_description& d, ListOptions& o) {
   d.add_options()
       ("plugin-path,P", po::value(&o.plugins.plugin_path)->composing(), "directory or .so to search first; repeatable")
       ("no-plugin-cache", po::bool_switch(&o.plugins.no_cache), "re-read every manifest")
       ("json", po::bool_switch(&o.json), "machine-readable output")
+      ("quiet,q", po::bool_switch(&o.quiet), "only errors (no warnings about refused plugins)")
+      ("verbose,v", po::bool_switch(&o.verbose), "debug messages too (where each plugin was found, the manifest cache)")
       ("help,h", "show this help");
 }
 
@@ -88,7 +98,7 @@ int cmd_plugins(const Args& args) {
   add_options(desc, o);
   po::variables_map vm;
   if (auto rc = parse_command(args, desc, "usage: flowd plugins [options]", "name", vm)) return *rc;
-  Logger log = Logger::to_stderr(o.json ? LogLevel::error : LogLevel::warning);
+  Logger log = Logger::to_stderr(o.level(LogLevel::warning));
   try {
     auto reg = make_registry(o.plugins, log);
     // What each usable record's operators are hidden by, if anything.
@@ -163,7 +173,7 @@ int cmd_inspect(const Args& args) {
   add_options(desc, o);
   po::variables_map vm;
   if (auto rc = parse_command(args, desc, "usage: flowd inspect OPERATOR|PLUGIN [options]", "name", vm)) return *rc;
-  Logger log = Logger::to_stderr(LogLevel::error);
+  Logger log = Logger::to_stderr(o.level(LogLevel::error));
   try {
     auto reg = make_registry(o.plugins, log);
     if (const OperatorSpec* s = reg.find(o.name)) {

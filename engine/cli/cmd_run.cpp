@@ -57,7 +57,8 @@ std::string scheduler_help() {
 
 void add_exec(po::options_description& d, ExecOptions& o) {
   d.add_options()
-      ("cpu,j", po::value(&o.cpu), "CPU worker threads (default: the workflow's run.cpu, else all cores)")
+      ("cpu,j", po::value(&o.cpu), "CPU worker threads, at least 1 (default: the workflow's run.cpu, else all cores)")
+      ("cpus", po::value(&o.cpu), "the same as --cpu (flowd worker's spelling)")
       ("gpu", po::value(&o.gpu), "GPU workers: none, all, a count, or sim:N[:scale] for N simulated GPUs (default: run.gpu, else all)")
       ("scheduler", po::value(&o.scheduler), scheduler_help().c_str())
       ("locality", po::value(&o.locality), "on|off: data-locality rule on GPUs, dependents first on CPUs (default on)")
@@ -66,9 +67,21 @@ void add_exec(po::options_description& d, ExecOptions& o) {
       ("sim-bandwidth", po::value(&o.sim_bandwidth_gb), "GB/s of a simulated GPU's transfers (default 12)")
       ("speedup-error", po::value(&o.speedup_error), "0..1: confound speedup estimates (sensitivity experiments)")
       ("max-in-flight", po::value(&o.max_in_flight), "source items alive at once, per source (default 2 x workers)")
-      ("limit", po::value(&o.limit), "stop each source after N items")
+      ("limit", po::value(&o.limit), "stop each source after N items, N at least 1")
       ("perf-model", po::value(&o.perf_model), "performance model file (default $FLOWD_PERF_MODEL or ~/.cache/flowd/perf-model.json)")
       ("no-perf-model", po::bool_switch(&o.no_perf_model), "neither read nor update a performance model file");
+}
+
+// Values no run can use, said instead of read as "the default" (issue 38:
+// --cpu 0 ran on every core, --limit 0 ran every item).
+std::optional<std::string> exec_problem(const po::variables_map& vm, const ExecOptions& e) {
+  if (vm.count("cpu") && vm.count("cpus")) return "--cpu and --cpus are one option: give one of them";
+  if ((vm.count("cpu") || vm.count("cpus")) && e.cpu < 1)
+    return "--cpu " + std::to_string(e.cpu) + ": a run needs at least 1 CPU worker (sources and sinks run on CPUs); "
+           "leave --cpu out for every core";
+  if (vm.count("limit") && e.limit == 0) return "--limit 0 would run no item; leave --limit out to run every item";
+  if (vm.count("max-in-flight") && e.max_in_flight < 1) return "--max-in-flight must be at least 1";
+  return std::nullopt;
 }
 
 // A value given on the command line that flowd cannot use: exit 1 (a bad
@@ -154,6 +167,10 @@ int cmd_validate(const Args& args) {
   Logger log = make_logger(o);
   try {
     const auto g = load_graph(o, log);
+    // Inputs too (issue 38): a workflow that names a folder that is not
+    // there is not ready to run, whatever its JSON says.
+    if (auto missing = workflow::missing_inputs(g); !missing.empty())
+      throw workflow::ValidationError(o.workflow, std::move(missing));
     std::cout << o.workflow << ": valid; " << g.stages.size() << " stages, in execution order:\n" << graph_listing(g);
     return exit_ok;
   } catch (const std::exception& e) {
@@ -240,8 +257,8 @@ int cmd_run(const Args& args, const std::vector<std::string>& full_command_line)
   add_common(desc, o);
   po::variables_map vm;
   if (auto rc = parse_command(args, desc, "usage: flowd [run] WORKFLOW.json [options]", "workflow", vm)) return *rc;
-  if ((vm.count("cpu") && e.cpu < 0) || (vm.count("max-in-flight") && e.max_in_flight < 1)) {
-    std::cerr << "flowd: --cpu must be >= 0 and --max-in-flight >= 1\n";
+  if (const auto why = exec_problem(vm, e)) {
+    std::cerr << "flowd: " << *why << "\n";
     return exit_usage;
   }
 
@@ -300,6 +317,7 @@ int cmd_run(const Args& args, const std::vector<std::string>& full_command_line)
     };
   }
   ro.overwrite = overwrite;
+  if (!journal_dir.empty()) ro.not_outputs.push_back(journal_dir);
 
   std::optional<AppliedPlacement> placed;
   std::optional<placement::Prediction> unplaced;  // --sites alone: the default, modelled
@@ -432,6 +450,7 @@ int cmd_run(const Args& args, const std::vector<std::string>& full_command_line)
       if (report.status == runtime::RunStatus::succeeded) return exit_run_failed;
     }
   }
+  view.outputs(report);  // the last lines: where the results are
   return exit_code(report.status);
 }
 
@@ -487,6 +506,10 @@ int cmd_calibrate(const Args& args) {
       "no outputs, and records the durations in the performance model. With --transfer, measures\n"
       "instead what moving items costs this machine's CPUs, for a sites file (docs/cluster.md \"Sites\").";
   if (auto rc = parse_command(args, desc, usage, "workflow", vm)) return *rc;
+  if (const auto why = exec_problem(vm, e)) {
+    std::cerr << "flowd: " << *why << "\n";
+    return exit_usage;
+  }
   if (transfer != o.workflow.empty()) {
     std::cerr << "flowd: calibrate takes a workflow or --transfer (one of them)\n" << usage << "\n";
     return exit_usage;

@@ -48,7 +48,8 @@ int cmd_worker(const Args& args) {
   po::options_description desc("Options");
   desc.add_options()
       ("connect", po::value(&connect)->required(), "the coordinator's endpoint (what its log prints: tcp://HOST:PORT)")
-      ("cpus,j", po::value(&cpus), "CPU worker threads (default: all cores)")
+      ("cpu,j", po::value(&cpus), "CPU worker threads, at least 1 (default: all cores)")
+      ("cpus", po::value(&cpus), "the same as --cpu (the older spelling)")
       ("gpu", po::value(&gpu), "GPU workers: none, all, a count, or sim:N[:scale] (default all)")
       ("label", po::value(&labels)->composing(), "a context label of this node (e.g. gpu, site:amsterdam); repeatable")
       ("rank", po::value(&rank), "this node's label rank (e.g. cores or GPU memory), for stages ranking nodes")
@@ -82,6 +83,8 @@ int cmd_worker(const Args& args) {
     // --advertise names the host for a wildcard bind: without --bind, bind one.
     o.data_bind = bind.empty() && !advertise.empty() ? "tcp://0.0.0.0:*" : bind;
     o.advertise_host = advertise;
+    if ((vm.count("cpu") || vm.count("cpus")) && cpus < 1)
+      throw Error("--cpu " + std::to_string(cpus) + ": a worker needs at least 1 CPU thread; leave it out for every core");
     o.cpus = cpus > 0 ? cpus : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
     o.gpus = runtime::GpuSpec::parse(gpu);
     o.lookahead = lookahead;

@@ -1,6 +1,7 @@
 // flowd: run a workflow of plugin operators.
 #include <filesystem>
 #include <iostream>
+#include <system_error>
 
 #include "cli/commands.hpp"
 #include "cli/exit_codes.hpp"
@@ -9,6 +10,7 @@
 #include "h5.hpp"
 #include "util/exceptions.hpp"
 #include "util/malloc_tuning.hpp"
+#include "util/text.hpp"
 
 namespace {
 
@@ -67,7 +69,23 @@ int main(int argc, char** argv) {
     if (first == "perf") return cmd_perf(rest);
     if (first == "keygen") return cmd_keygen(rest);
     if (first == "worker") return cmd_worker(rest);
-    if (!first.empty() && first[0] != '-') return cmd_run(Args(all.begin() + 1, all.end()), all);
+    if (!first.empty() && first[0] != '-') {
+      // A bare word that names no file and does not look like one is a
+      // mistyped command more likely than a workflow (issue 38).
+      std::error_code ec;
+      const bool looks_like_file = std::filesystem::exists(first, ec) || first.find('/') != std::string::npos ||
+                                   first.find('.') != std::string::npos;
+      if (!looks_like_file) {
+        const std::vector<std::string> commands = {"run",  "validate", "plugins", "inspect", "calibrate",
+                                                   "perf", "plan",     "keygen",  "worker"};
+        const auto near = flowd::closest_match(first, commands);
+        std::cerr << "flowd: '" << first << "' is neither a command nor a workflow file"
+                  << (near ? " (did you mean 'flowd " + *near + "'?)" : std::string()) << "; commands: "
+                  << flowd::join(commands, ", ") << "; to run a workflow, give its file (e.g. workflows/nuclei.json)\n";
+        return exit_usage;
+      }
+      return cmd_run(Args(all.begin() + 1, all.end()), all);
+    }
     std::cerr << "flowd: unknown option '" << first << "'\n" << usage << "\n";
     return exit_usage;
   } catch (...) {

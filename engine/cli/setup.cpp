@@ -55,6 +55,17 @@ std::optional<int> parse_command(const std::vector<std::string>& args,
       return exit_ok;
     }
     po::notify(vm);
+  } catch (const po::required_option& e) {
+    // The bare argument, which has an option's name only inside flowd: say
+    // what is missing in the usage line's words (issue 38: "the option
+    // '--workflow' is required but missing" for `flowd run`).
+    if (e.get_option_name() == std::string("--") + positional) {
+      std::cerr << "flowd: the " << (std::string(positional) == "workflow" ? "workflow file" : positional)
+                << " is missing\n" << usage << "\n(see --help)\n";
+      return exit_usage;
+    }
+    std::cerr << "flowd: " << e.what() << "\n" << usage << "\n(see --help)\n";
+    return exit_usage;
   } catch (const po::error& e) {
     std::cerr << "flowd: " << e.what() << "\n" << usage << "\n(see --help)\n";
     return exit_usage;

@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <sched.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -49,7 +50,21 @@ GpuDiscovery discover_gpus() {
   int count = 0;
   const cudaError_t e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess) {
-    d.why_none = std::string("the CUDA runtime found no usable GPU: ") + cudaGetErrorString(e);
+    // Without an NVIDIA driver the runtime says "CUDA driver version is
+    // insufficient", which reads like an old driver (issue 38): say what it
+    // means on a machine without GPUs.
+    std::error_code ec;
+    const bool driver = std::filesystem::exists("/proc/driver/nvidia/version", ec);
+    if (!driver && (e == cudaErrorInsufficientDriver || e == cudaErrorNoDevice))
+      d.why_none = "this machine has no GPU: no NVIDIA driver is loaded (no /proc/driver/nvidia/version)";
+    else if (e == cudaErrorNoDevice)
+      d.why_none = "this machine has no GPU: the NVIDIA driver reports no CUDA device";
+    else if (e == cudaErrorInsufficientDriver)
+      d.why_none = "the NVIDIA driver is older than the CUDA runtime this flowd was built with (" +
+                   std::to_string(CUDART_VERSION / 1000) + "." + std::to_string(CUDART_VERSION % 1000 / 10) +
+                   "); update the driver to use the GPU";
+    else
+      d.why_none = std::string("the CUDA runtime found no usable GPU: ") + cudaGetErrorString(e);
     cudaGetLastError();  // clear it
     return d;
   }

@@ -117,9 +117,15 @@ private:
     AllPairsGpuLanes gpus(*s_.node, runner_.workers(), spec.value("gpu_cache_items", std::size_t{0}),
                           slots ? slots : static_cast<std::size_t>(n_items));
     std::atomic<std::uint64_t> loads{0}, peer_hits{0}, peer_misses{0};
+    // --keep-going: what cannot be loaded is recorded, not thrown, and what
+    // failed on other nodes already is not tried again.
+    const bool keep_going = spec.value("keep_going", false);
+    FailedLoads failed, failed_here;
+    for (const auto& f : spec.value("failed_items", Json::array())) failed.add(f.get<std::uint64_t>(), {});
     auto load = [&](const sched::WorkerInfo& w, std::uint64_t item, bool on_lane) {
       const std::size_t i = local_of(item);
       const std::string key = keys[i].get<std::string>();
+      if (keep_going && (failed.contains(item) || failed_here.contains(item))) return failed_load_marker(key);
       const std::string served_as = peer_cache_name(stage, item);
       Item result;
       bool marked = false;
@@ -141,6 +147,10 @@ private:
       runner_.trace_task(s_.op(), stage, w, key, "load", lo);
       if (!lo.ok) {
         if (marked) cache_.abandon(item, served_as, job_.share);
+        if (keep_going && !runner_.stopping()) {
+          failed_here.add(item, {key, lo.error});
+          return failed_load_marker(key);
+        }
         throw ItemError(lo.key, lo.error);
       }
       cache_.serve(item, served_as, result, job_.share);
@@ -149,6 +159,7 @@ private:
     std::vector<LaneRows> by_lane;
     auto compare = [&](const sched::WorkerInfo& w, std::size_t lane, std::uint32_t i, std::uint32_t j,
                        const Item& a, const Item& b) {
+      if (is_failed_load(a) || is_failed_load(b)) return;
       gpus.compare(w, runner_.log(), runner_.stop_flag(), names.size(), by_lane[lane], i, j, a, b,
                    keys[local_of(i)].get<std::string>(), keys[local_of(col_base + j)].get<std::string>());
     };
@@ -192,6 +203,11 @@ private:
                    {"lane_busy_seconds", st.lane_busy_seconds},
                    {"leaf_runs", std::move(leaf_runs)},
                    {"cached", cache.index.ready_keys()}};
+    if (!failed_here.empty()) {
+      Json list = Json::array();
+      for (const auto& [item, f] : failed_here.all()) list.push_back({item, f.key, f.error});
+      record["failed"] = std::move(list);
+    }
     ItemMeta meta;
     meta.key = key_ + "/record";
     out.emplace_back(0, Item{std::move(meta), Value(std::move(record))});

@@ -97,4 +97,92 @@ Table pair_table(std::vector<LaneRows>& lanes, const std::vector<std::string>& n
   return table;
 }
 
+bool FailedLoads::contains(std::uint64_t item) const {
+  std::lock_guard lk(m_);
+  return items_.contains(item);
+}
+
+bool FailedLoads::add(std::uint64_t item, FailedLoad failure) {
+  std::lock_guard lk(m_);
+  return items_.emplace(item, std::move(failure)).second;
+}
+
+std::map<std::uint64_t, FailedLoad> FailedLoads::all() const {
+  std::lock_guard lk(m_);
+  return items_;
+}
+
+bool FailedLoads::empty() const {
+  std::lock_guard lk(m_);
+  return items_.empty();
+}
+
+namespace {
+constexpr const char* failed_attr = "flowd.allpairs.load_failed";
+}
+
+Item failed_load_marker(const std::string& key) {
+  Item m;
+  m.meta.key = key;
+  m.meta.attrs[failed_attr] = true;
+  m.value = Json(nullptr);
+  return m;
+}
+
+bool is_failed_load(const Item& item) noexcept {
+  return item.meta.attrs.is_object() && item.meta.attrs.contains(failed_attr);
+}
+
+void drop_failed(Table& table, std::vector<std::string>& row_keys, std::vector<std::string>& col_keys,
+                 const std::map<std::uint64_t, FailedLoad>& failed, std::uint64_t n_rows, bool rectangle) {
+  if (failed.empty()) return;
+  // new_index[i]: the item's number among those kept, or -1.
+  auto renumber = [](std::size_t n, const std::vector<bool>& gone) {
+    std::vector<std::int64_t> idx(n, -1);
+    std::int64_t next = 0;
+    for (std::size_t i = 0; i < n; ++i)
+      if (!gone[i]) idx[i] = next++;
+    return idx;
+  };
+  std::vector<bool> row_gone(row_keys.size(), false), col_gone(col_keys.size(), false);
+  for (const auto& [item, f] : failed) {
+    if (item < n_rows) {
+      if (item < row_gone.size()) row_gone[item] = true;
+      if (!rectangle && item < col_gone.size()) col_gone[item] = true;
+    } else if (rectangle && item - n_rows < col_gone.size()) {
+      col_gone[item - n_rows] = true;
+    }
+  }
+  const auto rows = renumber(row_keys.size(), row_gone), cols = renumber(col_keys.size(), col_gone);
+  auto& a = table.column<std::int64_t>("a");
+  auto& b = table.column<std::int64_t>("b");
+  std::vector<std::size_t> keep;
+  for (std::size_t p = 0; p < a.size(); ++p) {
+    const auto i = static_cast<std::size_t>(a[p]), j = static_cast<std::size_t>(b[p]);
+    if (i < rows.size() && j < cols.size() && rows[i] >= 0 && cols[j] >= 0) keep.push_back(p);
+  }
+  Table out;
+  for (const Column& c : table.columns()) {
+    if (c.name == "a" || c.name == "b") {
+      const auto& from = std::get<std::vector<std::int64_t>>(c.data);
+      const auto& map = c.name == "a" ? rows : cols;
+      auto& to = out.add_column<std::int64_t>(c.name);
+      for (const std::size_t p : keep) to.push_back(map[static_cast<std::size_t>(from[p])]);
+    } else {
+      const auto& from = std::get<std::vector<double>>(c.data);
+      auto& to = out.add_column<double>(c.name);
+      for (const std::size_t p : keep) to.push_back(from[p]);
+    }
+  }
+  table = std::move(out);
+  auto erase = [](std::vector<std::string>& keys, const std::vector<bool>& gone) {
+    std::vector<std::string> kept;
+    for (std::size_t i = 0; i < keys.size(); ++i)
+      if (!gone[i]) kept.push_back(std::move(keys[i]));
+    keys = std::move(kept);
+  };
+  erase(row_keys, row_gone);
+  erase(col_keys, col_gone);
+}
+
 }  // namespace flowd::runtime::detail

@@ -5,6 +5,8 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
@@ -53,5 +55,38 @@ void compare_pair(const workflow::StageNode& node, Logger& log, const std::atomi
 // Every lane's pairs as one table, in (a, b) order: a, b and one f64 column
 // per score name. Empties `lanes`.
 Table pair_table(std::vector<LaneRows>& lanes, const std::vector<std::string>& names);
+
+// --keep-going (issue 38): an item whose load fails is a failed item, and
+// the matrix is that of the others, not no matrix at all. The load returns a
+// marker in place of the item (a cache may hold it, a lane is never given
+// it: compare skips every pair it is in), and the failures are kept here,
+// by the item's number in the stage (rows first, then a rectangle's
+// columns), so that no item is loaded, failed and reported twice.
+struct FailedLoad {
+  std::string key;
+  std::string error;
+};
+class FailedLoads {
+public:
+  bool contains(std::uint64_t item) const;
+  // False when `item` had failed already.
+  bool add(std::uint64_t item, FailedLoad failure);
+  std::map<std::uint64_t, FailedLoad> all() const;
+  bool empty() const;
+
+private:
+  mutable std::mutex m_;
+  std::map<std::uint64_t, FailedLoad> items_;
+};
+Item failed_load_marker(const std::string& key);
+bool is_failed_load(const Item& item) noexcept;
+
+// The pair table and the stage's keys without the failed items: pairs
+// naming one are dropped, and the indices renumbered among the rest (rows
+// among rows, a rectangle's columns among columns), as if the failed items
+// had never arrived. `n_rows` items are rows; in a rectangle the items from
+// n_rows on are its columns.
+void drop_failed(Table& table, std::vector<std::string>& row_keys, std::vector<std::string>& col_keys,
+                 const std::map<std::uint64_t, FailedLoad>& failed, std::uint64_t n_rows, bool rectangle);
 
 }  // namespace flowd::runtime::detail

@@ -37,6 +37,8 @@ void RunState::run_allpairs(StageState& s, sched::TaskEnv& env) {
   };
 
   Outcome o{true, {}, {}};
+  const bool keep_going = opts().keep_going;
+  FailedLoads failed;  // --keep-going: the items that could not be loaded
   sched::AllPairsStats stats;
   std::optional<sched::PairPlan> plan;
   const std::uint64_t n_items = rows.size() + (two_sets ? cols.size() : 0);
@@ -64,8 +66,9 @@ void RunState::run_allpairs(StageState& s, sched::TaskEnv& env) {
       // loaded once whatever the order). A smaller one: bands of rows it
       // holds, less the two slots each lane pins (sched/allpairs_plan.hpp).
       const std::uint64_t pinned = 2 * static_cast<std::uint64_t>(lanes);
+      s.begin_steps(total, "pairs");
       if (!nodes.empty()) {
-        table = cluster_allpairs(s, rows, cols, nodes, env, stats, plan);
+        table = cluster_allpairs(s, rows, cols, nodes, env, stats, plan, keep_going ? &failed : nullptr);
       } else {
         if (cfg.cache_items == 0 || cfg.cache_items >= items || cfg.cache_items <= pinned)
           plan = hilbert_plan(cfg.shape, nr, nc, cfg.leaf_pairs, lanes);
@@ -82,6 +85,7 @@ void RunState::run_allpairs(StageState& s, sched::TaskEnv& env) {
         auto load = [&](const sched::WorkerInfo& w, std::uint64_t item, bool on_lane) {
           const CarriedPtr& c = item < rows.size() ? rows[item] : cols[item - rows.size()];
           const std::string& key = c->item.meta.key;
+          if (keep_going && failed.contains(item)) return failed_load_marker(key);
           Item result;
           const Outcome lo = s.call(runner_.trace(), key, [&] {
             if (runner_.stopping()) throw Error("the run is stopping");
@@ -90,11 +94,17 @@ void RunState::run_allpairs(StageState& s, sched::TaskEnv& env) {
             result = gpus.load(w, in, on_lane, runner_.log(), runner_.stop_flag());
           });
           runner_.trace_task(s.op(), s.name(), w, key, "load", lo);
+          if (!lo.ok && keep_going && !runner_.stopping()) {
+            failed.add(item, {key, lo.error});
+            return failed_load_marker(key);
+          }
           if (!lo.ok) throw ItemError(lo.key, lo.error);
           return result;
         };
         auto compare = [&](const sched::WorkerInfo& w, std::size_t lane, std::uint32_t i, std::uint32_t j,
                            const Item& a, const Item& b) {
+          s.steps_done.fetch_add(1, std::memory_order_relaxed);
+          if (is_failed_load(a) || is_failed_load(b)) return;
           gpus.compare(w, runner_.log(), runner_.stop_flag(), nscores, by_lane[lane], i, j, a, b, key_of(i),
                        key_of(two_sets ? rows.size() + j : j));
         };
@@ -109,6 +119,11 @@ void RunState::run_allpairs(StageState& s, sched::TaskEnv& env) {
   }
   if (!table) table = pair_table(by_lane, names);  // no pairs: the columns alone
   if (!o.ok) table.reset();
+  std::vector<std::string> row_keys, col_keys;
+  for (const auto& c : rows) row_keys.push_back(c->item.meta.key);
+  for (const auto& c : two_sets ? cols : rows) col_keys.push_back(c->item.meta.key);
+  const auto left_out = failed.all();
+  if (table) drop_failed(*table, row_keys, col_keys, left_out, rows.size(), two_sets);
 
   if (o.ok && plan) {
     char line[360];
@@ -166,13 +181,26 @@ void RunState::run_allpairs(StageState& s, sched::TaskEnv& env) {
   if (o.ok) {
     ItemMeta meta;
     meta.key = s.name();
-    Json row_keys = Json::array(), col_keys = Json::array();
-    for (const auto& c : rows) row_keys.push_back(c->item.meta.key);
-    for (const auto& c : two_sets ? cols : rows) col_keys.push_back(c->item.meta.key);
     meta.attrs = {{"rows", std::move(row_keys)},
                   {"cols", std::move(col_keys)},
                   {"pairs", shape_name(cfg.shape)},
                   {"scores", names}};
+    if (!left_out.empty()) {
+      // Each one a failed item of the run (exit 4, listed at the end), and
+      // named with the matrix, whose rows and columns it is absent from.
+      Json keys = Json::array();
+      std::string list;
+      for (const auto& [item, f] : left_out) {
+        fail_locked(s, f.key, f.error);
+        keys.push_back(f.key);
+        if (keys.size() <= 5) list += (list.empty() ? "'" : ", '") + f.key + "'";
+      }
+      if (keys.size() > 5) list += " and " + std::to_string(keys.size() - 5) + " more";
+      log().warn("[" + s.name() + "] " + std::to_string(keys.size()) + " of " + std::to_string(n_items) +
+                 " items could not be loaded (" + list + "): the pairs are those of the other " +
+                 std::to_string(n_items - keys.size()) + ", and these are absent from the rows and columns");
+      meta.attrs["left_out"] = std::move(keys);
+    }
     const PortSpec& out = s.node->spec().outputs[0];
     Value v(std::move(*table));
     if (!out.type.accepts(v)) {

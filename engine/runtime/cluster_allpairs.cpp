@@ -51,7 +51,7 @@ struct Stretch {
 
 Table RunState::cluster_allpairs(StageState& s, const std::vector<CarriedPtr>& rows, const std::vector<CarriedPtr>& cols,
                                  const std::vector<RemoteNode>& nodes, sched::TaskEnv& env, sched::AllPairsStats& stats,
-                                 std::optional<sched::PairPlan>& plan_out) {
+                                 std::optional<sched::PairPlan>& plan_out, FailedLoads* failed) {
   const auto t0 = Clock::now();
   auto since = [&](Clock::time_point t) { return std::chrono::duration<double>(t - t0).count(); };
   const auto& cfg = s.node->allpairs;
@@ -184,6 +184,14 @@ Table RunState::cluster_allpairs(StageState& s, const std::vector<CarriedPtr>& r
               {"max_loads", cfg.max_loads},
               {"load_ahead", cfg.load_ahead},
               {"peer_cache", std::move(hints)}};
+    if (failed) {
+      // --keep-going: the node records what it cannot load instead of
+      // failing the job, and is told what failed elsewhere already.
+      Json known = Json::array();
+      for (const auto& [item, f] : failed->all()) known.push_back(item);
+      t.scan["keep_going"] = true;
+      t.scan["failed_items"] = std::move(known);
+    }
     t.done = [answers, r](RemoteResult res) {
       std::lock_guard lk(answers->m);
       answers->done.emplace_back(r, std::move(res));
@@ -262,6 +270,9 @@ Table RunState::cluster_allpairs(StageState& s, const std::vector<CarriedPtr>& r
     const Table& t = table_item.table();
     const auto& a = t.column<std::int64_t>("a");
     const auto& b = t.column<std::int64_t>("b");
+    std::uint64_t job_pairs = 0;
+    for (std::size_t l = job[r].begin; l < job[r].end; ++l) job_pairs += plan.leaves[l].pairs;
+    s.steps_done.fetch_add(job_pairs, std::memory_order_relaxed);
     scores.a.insert(scores.a.end(), a.begin(), a.end());
     scores.b.insert(scores.b.end(), b.begin(), b.end());
     const std::size_t at = scores.scores.size();
@@ -271,6 +282,11 @@ Table RunState::cluster_allpairs(StageState& s, const std::vector<CarriedPtr>& r
       for (std::size_t p = 0; p < c.size(); ++p) scores.scores[at + p * nscores + k] = c[p];
     }
     const Json& rec = record_item.json();
+    if (failed)
+      for (const auto& f : rec.value("failed", Json::array())) {
+        const auto item = f.at(0).get<std::uint64_t>();
+        if (item < n_items) failed->add(item, {f.at(1).get<std::string>(), f.at(2).get<std::string>()});
+      }
     stats.loads += rec.at("loads").get<std::uint64_t>();
     stats.peer_hits += rec.at("peer_hits").get<std::uint64_t>();
     stats.peer_misses += rec.at("peer_misses").get<std::uint64_t>();

@@ -108,8 +108,18 @@ public:
   using ContextImpl::ContextImpl;
   void emit(std::size_t port, Item item) override { out.add(node_, port, std::move(item)); }
   void expect(std::uint64_t total) override { expected = total; }
+  bool finished(std::string_view key) const override { return is_finished && is_finished(key); }
+  void skip(std::string_view key) override {
+    if (!finished(key))
+      throw Error("stage '" + node_.name + "': skip('" + std::string(key) +
+                  "') of an item no earlier run finished (SourceContext::finished says which)");
+    skipped.emplace_back(key);
+  }
   Emitted out;
   std::optional<std::uint64_t> expected;
+  // A resumed run's journal: which of the source's items are finished.
+  std::function<bool(std::string_view key)> is_finished;
+  std::vector<std::string> skipped;  // what the source skipped this call
 };
 
 // A sink's files go through the run's OutputSet (output_set.hpp), which

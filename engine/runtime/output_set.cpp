@@ -214,27 +214,65 @@ void OutputSet::check_existing() {
   for (const auto& p : places_)
     if (p.folder && std::find(roots.begin(), roots.end(), p.abs) == roots.end()) read(p.abs, false);
 
+  // Every file below each root, sub-folders included, whether the root is a
+  // folder a sink fills or the folder of single files (issue 38: the rule
+  // was one for folder sinks and another for file sinks), with one
+  // exception: the folder flowd was started in is not taken for an output
+  // folder when only single files go there (a `path` of `result.h5`), and
+  // then only those names are checked. Folders sinks declare are checked
+  // whole wherever they are. Counting stops at a bound: a refusal needs a
+  // count and an example, not a census.
+  constexpr std::size_t enough = 1000;
+  std::set<fs::path> skip;
+  for (const auto& n : options_.not_outputs) skip.insert(absolute_of(n));
   std::vector<fs::path> foreign;
-  for (const auto& p : places_) {
-    if (!p.folder) {
-      if (lexists(p.abs) && !owned.contains(p.abs)) foreign.push_back(p.shown);
+  std::size_t more = 0;
+  auto add = [&](fs::path shown) {
+    if (foreign.size() < enough)
+      foreign.push_back(std::move(shown));
+    else
+      ++more;
+  };
+  std::error_code cwd_ec;
+  const fs::path cwd = fs::current_path(cwd_ec).lexically_normal();
+  std::vector<std::pair<fs::path, fs::path>> scanned;  // (absolute, as shown)
+  for (const auto& root : roots) {
+    const auto folder = std::find_if(places_.begin(), places_.end(), [&](const Place& p) { return p.folder && p.abs == root; });
+    if (folder != places_.end()) {
+      scanned.emplace_back(root, folder->shown);
       continue;
     }
+    if (!cwd_ec && root == cwd) continue;  // single files in the working folder: their names only, below
+    const auto file = std::find_if(places_.begin(), places_.end(), [&](const Place& p) { return !p.folder && p.abs.parent_path() == root; });
+    scanned.emplace_back(root, file != places_.end() ? file->shown.parent_path() : root);
+  }
+  for (const auto& p : places_) {
+    const bool covered = std::any_of(scanned.begin(), scanned.end(), [&](const auto& r) { return is_within(p.abs, r.first); });
+    if (covered) continue;
+    if (p.folder)
+      scanned.emplace_back(p.abs, p.shown);
+    else if (lexists(p.abs) && !owned.contains(p.abs))
+      add(p.shown);
+  }
+  for (const auto& [root, shown] : scanned) {
     std::error_code ec;
-    for (auto it = fs::recursive_directory_iterator(p.abs, ec); !ec && it != fs::recursive_directory_iterator();
+    for (auto it = fs::recursive_directory_iterator(root, ec); !ec && it != fs::recursive_directory_iterator();
          it.increment(ec)) {
       std::error_code e;
-      if (it->is_directory(e) && !it->is_symlink(e)) continue;
+      const fs::path path = it->path().lexically_normal();
+      if (it->is_directory(e) && !it->is_symlink(e)) {
+        if (skip.contains(path)) it.disable_recursion_pending();
+        continue;
+      }
       const std::string name = it->path().filename().string();
-      if (name == manifest_file_name || is_flowd_temp(name)) continue;
-      if (!owned.contains(it->path().lexically_normal()))
-        foreign.push_back(p.shown / it->path().lexically_relative(p.abs));
+      if (name == manifest_file_name || is_flowd_temp(name) || owned.contains(path)) continue;
+      add(shown / path.lexically_relative(root));
     }
   }
   if (foreign.empty() && unreadable.empty()) return;
   std::string what;
   if (!foreign.empty()) {
-    what = std::to_string(foreign.size()) + " file(s) that no earlier flowd run wrote there (" +
+    what = std::to_string(foreign.size()) + (more ? "+" : "") + " file(s) that no earlier flowd run wrote there (" +
            quoted(foreign.front()) +
            (foreign.size() > 1 ? " and " + std::to_string(foreign.size() - 1) + " more" : std::string()) + ")";
   }
@@ -247,6 +285,27 @@ void OutputSet::check_existing() {
   throw OutputsRefused("the outputs hold " + what +
                        "; flowd does not mix its outputs with other files: choose an empty or new output folder, "
                        "remove them, or pass --overwrite");
+}
+
+std::vector<std::pair<fs::path, std::vector<fs::path>>> OutputSet::committed() const {
+  std::lock_guard lk(m_);
+  std::vector<std::pair<fs::path, std::vector<fs::path>>> out;
+  if (!committed_) return out;
+  std::vector<fs::path> folders;
+  for (const auto& p : places_) folders.push_back(p.folder ? p.abs : p.abs.parent_path());
+  for (const auto& root : manifest_roots(folders)) {
+    fs::path shown = root;
+    for (const auto& p : places_)
+      if (p.folder && p.abs == root) shown = p.shown;
+      else if (!p.folder && p.abs.parent_path() == root)
+        shown = p.shown.parent_path().empty() ? fs::path(".") : p.shown.parent_path();
+    std::vector<fs::path> files;
+    for (const auto& f : committed_files_)
+      if (is_within(f, root)) files.push_back(f.lexically_relative(root));
+    std::sort(files.begin(), files.end());
+    out.emplace_back(shown, std::move(files));
+  }
+  return out;
 }
 
 void OutputSet::prepare() {
@@ -391,6 +450,8 @@ void OutputSet::commit() {
   }
   // Best effort: a rename is durable once its folder's entry is on disk.
   sync_dirs(std::vector<fs::path>(dirs.begin(), dirs.end()));
+  for (const auto& st : staged_)
+    if (!st.stage.empty()) committed_files_.push_back(st.target);  // not the manifests
   staged_.clear();
 }
 

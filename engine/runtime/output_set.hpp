@@ -51,6 +51,9 @@ public:
 
   struct Options {
     bool overwrite = false;            // --overwrite: files flowd did not write may be replaced
+    // Folders below an output folder that check_existing() passes over (a
+    // --journal folder kept inside it).
+    std::vector<std::filesystem::path> not_outputs;
     Json provenance = Json::object();  // what the manifests say about the run
     bool manifests = true;             // false: no manifest is written (OperatorHarness, which runs one sink alone)
     Rename rename;  // every rename of the commit goes through it (tests inject failures); default ::rename
@@ -74,8 +77,12 @@ public:
   void discard(const std::filesystem::path& temp) noexcept;
 
   // After every sink declared its outputs, before any work: reads the
-  // manifests of the output folders and throws OutputsRefused when a declared
-  // place holds files no manifest lists (unless overwrite, which warns).
+  // manifests of the output folders and throws OutputsRefused when an output
+  // folder holds files no manifest lists (unless overwrite, which warns). An
+  // output folder is the top folder of the run's outputs there (the one
+  // that gets the manifest): a folder a sink declared, or the folder of the
+  // single files it declared, checked with its sub-folders either way, so
+  // that one rule holds whatever kind of sink writes there.
   void check_existing();
 
   // Phase two (above). Throws flowd::Error (nothing written, earlier outputs
@@ -87,6 +94,9 @@ public:
   // such as a full disk, come here), then commits them one by one. Throws
   // flowd::Error (every temporary removed, nothing written).
   void prepare();
+  // After commit(): each output folder (as a sink named it) and the files
+  // put in place below it, relative to it, in name order.
+  std::vector<std::pair<std::filesystem::path, std::vector<std::filesystem::path>>> committed() const;
   // Removes every temporary and the folders created that are still empty.
   void abort() noexcept;
   // At an interrupt, before the running tasks end: removes every temporary
@@ -118,7 +128,7 @@ private:
 
   Options options_;
   Logger& log_;
-  std::mutex m_;  // sinks of different stages run at once
+  mutable std::mutex m_;  // sinks of different stages run at once
   std::vector<Place> places_;
   std::vector<Staged> staged_;
   std::vector<std::filesystem::path> scratch_;
@@ -126,6 +136,7 @@ private:
   std::vector<std::filesystem::path> previous_;       // listed in the manifests found (absolute)
   std::vector<std::filesystem::path> old_manifests_;  // found where this run writes no manifest
   std::set<std::filesystem::path> targets_;  // prepare(): every file the commit puts in place, manifests too
+  std::vector<std::filesystem::path> committed_files_;  // after commit(): what it put in place
   bool prepared_ = false;
   bool committed_ = false;
 };

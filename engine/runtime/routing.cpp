@@ -45,6 +45,8 @@ void RunState::run_source(StageState& s, sched::TaskEnv& env) {
   }
   SourceWindow& w = *s.window;
   SourceContextImpl ctx(*s.node, nullptr, log(), runner_.stop_flag());
+  if (checkpoint())
+    ctx.is_finished = [this, &s](std::string_view key) { return checkpoint()->finished(s.name(), key); };
   bool more = false;
   Outcome o{true, {}, {}};
   if (!runner_.stopping()) {
@@ -57,7 +59,8 @@ void RunState::run_source(StageState& s, sched::TaskEnv& env) {
       more = source.next(ctx);
     });
     if (!o.ok) more = opts().keep_going;  // a source advances before it throws, so it may go on
-    if (opts().item_limit && w.emitted.load() + ctx.out.items().size() >= opts().item_limit) more = false;
+    if (opts().item_limit && w.emitted.load() + ctx.out.items().size() + ctx.skipped.size() >= opts().item_limit)
+      more = false;
     const std::string key = ctx.out.items().empty() ? s.name() : ctx.out.items().front().second.meta.key;
     runner_.trace_task(s.op(), s.name(), env.worker(), key, "cpu", o);
   }
@@ -65,6 +68,13 @@ void RunState::run_source(StageState& s, sched::TaskEnv& env) {
     std::lock_guard lk(m_);
     if (ctx.expected) w.expected = ctx.expected;
     if (!o.ok) fail_locked(s, o.key, o.error);
+    // Items the source did not make, finished by an earlier run: emitted and
+    // done at once, as a finished item it emits is below.
+    for (const auto& key : ctx.skipped) {
+      w.emitted.fetch_add(1);
+      ++w.skipped;
+      take_credit(s, key, true);
+    }
     // Each emitted item takes its own credit.
     for (auto& [port, item] : ctx.out.items()) {
       w.emitted.fetch_add(1);

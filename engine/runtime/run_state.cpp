@@ -16,6 +16,7 @@ OutputSet::Options output_options(const RunOptions& o) {
   OutputSet::Options out;
   out.overwrite = o.overwrite;
   out.provenance = o.provenance;
+  out.not_outputs = o.not_outputs;
   return out;
 }
 
@@ -269,6 +270,18 @@ void RunState::sample_trace(std::unique_lock<std::mutex>& lk) {
   runner_.trace().counter("items in flight", static_cast<double>(alive));
 }
 
+namespace {
+
+double steps_seconds(const Stage& s) {
+  const std::int64_t began = s.steps_started_ns.load();
+  if (began == 0) return 0;
+  return static_cast<double>(std::chrono::steady_clock::now().time_since_epoch().count() - began) * 1e-9 *
+         (static_cast<double>(std::chrono::steady_clock::period::num) * 1e9 /
+          static_cast<double>(std::chrono::steady_clock::period::den));
+}
+
+}  // namespace
+
 Progress RunState::progress_locked() const {
   Progress p;
   p.elapsed = Clock::now() - started_;
@@ -285,7 +298,11 @@ Progress RunState::progress_locked() const {
                                      .running = s.running.load(),
                                      .busy_seconds = static_cast<double>(s.busy_ns.load()) * 1e-9,
                                      .longest_call_seconds = static_cast<double>(s.longest_call_ns.load()) * 1e-9,
-                                     .closed = s.closed});
+                                     .closed = s.closed,
+                                     .steps_done = s.steps_done.load(),
+                                     .steps_expected = s.steps_expected.load(),
+                                     .steps_seconds = steps_seconds(s),
+                                     .step_name = s.step_name});
     if (s.window) {
       p.source_items += s.window->emitted.load();
       p.retired_items += s.window->retired.load();
@@ -397,6 +414,11 @@ void RunState::finish_sinks(RunReport& report) {
     if (s.sink_node) log().info("sink '" + s.name() + "': its files were written on " + s.sink_node_name);
   try {
     outputs_.commit();
+    for (auto& [folder, files] : outputs_.committed()) {
+      OutputFolder f{folder.string(), {}};
+      for (const auto& file : files) f.files.push_back(file.string());
+      report.outputs.push_back(std::move(f));
+    }
   } catch (const OutputsMixed& e) {
     fail(std::string("the outputs could not be committed: ") + e.what());
     report.outputs_mixed = true;

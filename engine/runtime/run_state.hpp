@@ -32,6 +32,8 @@
 
 namespace flowd::runtime::detail {
 
+class FailedLoads;  // runtime/allpairs_pairs.hpp
+
 // A source's window of items alive in the pipeline. Touched without the run
 // lock: credits return from whatever thread drops the last item.
 struct SourceWindow {
@@ -200,9 +202,11 @@ private:
   void run_allpairs(StageState& s, sched::TaskEnv& env);
   // The leaves on worker nodes, as jobs (cluster_allpairs.cpp): the score
   // table; sets `plan` to the plan the leaves came from. Throws on failure.
+  // With `failed` (--keep-going) an item a node cannot load is recorded
+  // there and left out of the pairs, as in one process.
   Table cluster_allpairs(StageState& s, const std::vector<CarriedPtr>& rows, const std::vector<CarriedPtr>& cols,
                          const std::vector<RemoteNode>& nodes, sched::TaskEnv& env, sched::AllPairsStats& stats,
-                         std::optional<sched::PairPlan>& plan);
+                         std::optional<sched::PairPlan>& plan, FailedLoads* failed);
   // Their statistics (R, hit rates, efficiency, the leaves' picture), for
   // the report's configuration.
   Json allpairs_json() const;

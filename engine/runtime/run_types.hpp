@@ -6,6 +6,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <filesystem>
 #include <vector>
 
 #include "flowd/item.hpp"
@@ -69,6 +70,9 @@ struct RunOptions {
   std::function<Checkpoint*()> open_checkpoint;
   // Outputs may replace files no earlier flowd run wrote (--overwrite).
   bool overwrite = false;
+  // Folders inside an output folder that are not outputs (the --journal
+  // folder): the check for files flowd did not write passes over them.
+  std::vector<std::filesystem::path> not_outputs;
 };
 
 struct TaskFailure {
@@ -90,6 +94,12 @@ struct StageProgress {
   double busy_seconds = 0;  // summed task time
   double longest_call_seconds = 0;  // its longest single task (a source: next() call)
   bool closed = false;
+  // A scan's combines, an all-pairs stage's pairs (Stage::steps_done): done,
+  // expected (0: none) and for how long they have run.
+  std::uint64_t steps_done = 0;
+  std::uint64_t steps_expected = 0;
+  double steps_seconds = 0;
+  std::string step_name;
 };
 
 struct Progress {
@@ -102,8 +112,16 @@ struct Progress {
 
 enum class RunStatus { succeeded, completed_with_failures, failed, interrupted };
 
+// Where a run's files went: an output folder (as the workflow named it) and
+// the files written there, relative to it, manifest excluded.
+struct OutputFolder {
+  std::string folder;
+  std::vector<std::string> files;
+};
+
 struct RunReport {
   RunStatus status = RunStatus::succeeded;
+  std::vector<OutputFolder> outputs;  // what the commit put in place (this process's sinks)
   std::vector<TaskFailure> failures;  // every failure (keep-going) or the first (otherwise)
   std::string error;                  // a run-level problem (sink commit, lost items), if any
   bool outputs_mixed = false;         // a failed commit could not be undone: `error` says what is where

@@ -60,6 +60,7 @@ CarriedPtr ScanCombiner::operator()(const sched::WorkerInfo& w, const CarriedPtr
   });
   runner_.trace_task(s_.op(), s_.name(), w, key, on_gpu ? "gpu" : gpu_like ? "sim" : "cpu", o);
   if (!o.ok) throw ItemError(o.key, o.error);
+  s_.steps_done.fetch_add(1, std::memory_order_relaxed);
   return runner_.carry(Item{right->item.meta, std::move(result.value)}, {}, &w);
 }
 

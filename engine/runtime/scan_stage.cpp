@@ -3,6 +3,7 @@
 // natural order, until their inputs close. A scan then runs its strategy
 // (sched/scan.hpp) with each combine a task on the run's workers, traced and
 // placed like any task; a pairs stage dispatches one map task per pair.
+#include <algorithm>
 #include <cstdio>
 #include <deque>
 #include <map>
@@ -14,6 +15,7 @@
 #include "runtime/run_state.hpp"
 #include "runtime/scan_combiner.hpp"
 #include "sched/scan.hpp"
+#include "sched/scan_plan.hpp"
 
 namespace flowd::runtime::detail {
 
@@ -71,6 +73,20 @@ bool RunState::release_locked(StageState& s, sched::TaskEnv* env) {
   return s.active > 0;
 }
 
+namespace {
+
+// For progress: a static plan's combines exactly; the work-stealing scan's
+// about 2n - n/L on L lanes (each lane's chain, the lanes' partials, the
+// second pass over all but the first lane's part).
+std::uint64_t expected_combines(sched::ScanStrategy strategy, std::size_t n, std::size_t lanes) {
+  if (n < 2) return 0;
+  if (!sched::is_hierarchical(strategy)) return sched::make_scan_plan(strategy, n).steps.size();
+  const std::size_t l = std::max<std::size_t>(1, std::min(lanes, n));
+  return 2 * n - n / l;
+}
+
+}  // namespace
+
 void RunState::run_scan(StageState& s, sched::TaskEnv& env) {
   std::vector<CarriedPtr> series;
   {
@@ -100,6 +116,7 @@ void RunState::run_scan(StageState& s, sched::TaskEnv& env) {
     if (opts().remote && sched::is_hierarchical(s.node->strategy))
       ranks = opts().remote->nodes_for(s.node->index);
     o.start_ns = runner_.trace().now();
+    if (ranks.empty()) s.begin_steps(expected_combines(so.strategy, series.size(), so.lanes), "combines");
     try {
       y = ranks.empty() ? sched::scan(std::span<const CarriedPtr>(series), combine, so, pool, stats)
                         : cluster_scan(s, series, combine, ranks, env, stats);

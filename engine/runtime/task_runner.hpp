@@ -68,6 +68,20 @@ struct Stage {
   // Its longest single call: for a source, how bursty it is (a placement
   // profile's "burst").
   std::atomic<std::int64_t> longest_call_ns{0};
+  // A stage that is one task of many inner steps (a scan's combines, an
+  // all-pairs stage's pairs): the steps done and expected, and when they
+  // began, so that progress can say how far along it is (issue 38: the last
+  // seconds of a registration showed "96/96 items" and no ETA).
+  std::atomic<std::uint64_t> steps_done{0};
+  std::atomic<std::uint64_t> steps_expected{0};
+  std::atomic<std::int64_t> steps_started_ns{0};  // steady clock; 0: not begun
+  const char* step_name = "steps";
+  void begin_steps(std::uint64_t expected, const char* name) noexcept {
+    step_name = name;
+    steps_done = 0;
+    steps_expected = expected;
+    steps_started_ns = std::chrono::steady_clock::now().time_since_epoch().count();
+  }
   void note_call(std::int64_t ns) noexcept {
     std::int64_t had = longest_call_ns.load();
     while (ns > had && !longest_call_ns.compare_exchange_weak(had, ns)) {

@@ -1,5 +1,8 @@
 #include "workflow/validate.hpp"
 
+#include <filesystem>
+#include <system_error>
+
 #include <algorithm>
 #include <functional>
 #include <map>
@@ -92,6 +95,29 @@ void check_scan_and_pairs(const StageDecl& s, const OperatorSpec& spec, Diagnost
 }
 
 }  // namespace
+
+std::vector<Diagnostic> missing_inputs(const Graph& g) {
+  std::vector<Diagnostic> out;
+  for (const auto& st : g.stages)
+    for (const auto& p : st.spec().params) {
+      if (!p.names_input || !st.params.has(p.name)) continue;
+      const Json& v = st.params.json().at(p.name);
+      if (!v.is_string()) continue;
+      const std::string path = v.get<std::string>();
+      if (path.empty() || path.starts_with("synthetic:")) continue;
+      std::error_code ec;
+      const auto status = std::filesystem::status(path, ec);
+      if (std::filesystem::exists(status)) continue;
+      out.push_back({pointer({"stages", st.name, "params", p.name}),
+                     "input '" + path + "' " +
+                         (ec && ec != std::errc::no_such_file_or_directory ? "cannot be read: " + ec.message()
+                                                                           : std::string("does not exist")) +
+                         (std::filesystem::path(path).is_relative()
+                              ? " (relative to the current folder, " + std::filesystem::current_path(ec).string() + ")"
+                              : std::string())});
+    }
+  return out;
+}
 
 Params resolve_params(const OperatorSpec& spec, const Json& given, const std::string& at, Diagnostics& d) {
   Json values = Json::object();

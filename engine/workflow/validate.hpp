@@ -31,6 +31,13 @@ struct OpenedStages {
 };
 OpenedStages open_map_stages(const Workflow& wf, plugin::Registry& registry, const std::set<std::string>& placed = {});
 
+// The inputs a graph's stages read (parameters declared input_path()) that
+// do not exist here, at their pointers: `flowd validate` reports them. Not
+// part of validate(): a cluster run's coordinator need not see inputs that
+// a source placed on another site reads there. "synthetic:" data sets are
+// not checked.
+std::vector<Diagnostic> missing_inputs(const Graph& g);
+
 // The parameters of one stage with defaults filled in, or the problems.
 Params resolve_params(const OperatorSpec& spec, const Json& given, const std::string& at, Diagnostics& d);
 

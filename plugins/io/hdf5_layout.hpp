@@ -33,20 +33,22 @@ inline constexpr std::pair<const char*, const char*> root_attrs[] = {
     {"workflow", "workflow"},           {"plugins", "plugins"},                 {"parameters", "stages"},
 };
 
-// Checks the `dataset` parameter: a group path below the root, parts
-// separated by '/', none empty, '.' or '..'.
-inline void check_dataset_param(std::string_view name) {
+// The `dataset` parameter checked and normalised: a path below the root,
+// parts separated by '/', none empty, '.' or '..'. An absolute HDF5 path
+// ("/stack", as h5ls prints it) names the same object as "stack".
+inline std::string dataset_param(std::string_view name) {
   auto bad = [&](const std::string& why) {
     throw ParamError("dataset", "dataset '" + std::string(name) + "' " + why);
   };
   if (name.empty()) bad("is empty");
-  if (name.starts_with('/')) bad("starts with '/'; write the group name without it, e.g. \"data\"");
+  const std::string_view path = name.starts_with('/') ? name.substr(1) : name;
+  if (path.empty()) bad("is the root group; name a group or dataset below it, e.g. \"/data\"");
   std::size_t start = 0;
   while (true) {
-    const auto slash = name.find('/', start);
-    const std::string_view part = name.substr(start, slash == std::string_view::npos ? std::string_view::npos : slash - start);
+    const auto slash = path.find('/', start);
+    const std::string_view part = path.substr(start, slash == std::string_view::npos ? std::string_view::npos : slash - start);
     if (part.empty() || part == "." || part == "..") bad("has an empty, '.' or '..' part");
-    if (slash == std::string_view::npos) return;
+    if (slash == std::string_view::npos) return std::string(path);
     start = slash + 1;
   }
 }

@@ -9,9 +9,9 @@
 #include <system_error>
 #include <unistd.h>
 
-#include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
+#include "decode.hpp"
 #include "image_header.hpp"
 
 namespace flowd::io {
@@ -58,16 +58,8 @@ ColorMode parse_mode(const std::string& s) {
 }
 
 // OpenCV refuses to decode images over these (imgcodecs' validateInputImageSize),
-// with its internal check as the only message. The pixel limit can be changed
-// with the environment variable, which OpenCV reads once, as here.
-std::uint64_t max_image_pixels() {
-  if (const char* env = std::getenv("OPENCV_IO_MAX_IMAGE_PIXELS"); env && *env) {
-    char* end = nullptr;
-    const unsigned long long v = std::strtoull(env, &end, 10);
-    if (end && *end == '\0' && v > 0) return v;
-  }
-  return std::uint64_t{1} << 30;
-}
+// with its internal check as the only message.
+using imagefile::max_image_pixels;
 constexpr std::int64_t max_image_side = std::int64_t{1} << 20;  // CV_IO_MAX_IMAGE_WIDTH and _HEIGHT
 
 // Said before OpenCV tries, when the header tells the size.
@@ -93,7 +85,7 @@ void check_decodable_size(const fs::path& file) {
 
 std::vector<ParamSpec> InputOptions::specs() {
   std::vector<ParamSpec> p;
-  p.push_back(ParamSpec::string("path").doc(
+  p.push_back(ParamSpec::string("path").input_path().doc(
       "an image file, a folder of images, or a synthetic data set: synthetic:blobs?width=W&height=H&count=N&seed=S, "
       "synthetic:hne?... or synthetic:tem?frames=N&size=S&seed=S (docs/plugins/io.md)"));
   p.push_back(ParamSpec::string("pattern", "*")
@@ -188,8 +180,8 @@ std::optional<cv::Size> ImageSet::peek_size(std::size_t i) const {
   return peek_image_size(files_.at(i).path);
 }
 
-cv::Mat ImageSet::load(std::size_t i, ColorMode mode) const {
-  if (!synthetic_) return decode_image_file(files_.at(i).path, mode);
+cv::Mat ImageSet::load(std::size_t i, ColorMode mode, std::vector<std::string>* warnings) const {
+  if (!synthetic_) return decode_image_file(files_.at(i).path, mode, warnings);
   cv::Mat img = synthetic_image(*synthetic_, static_cast<std::int64_t>(i));
   cv::Mat out;
   if (img.channels() == 1) {  // tem: grey counts
@@ -208,26 +200,29 @@ Json ImageSet::attrs(std::size_t i, cv::Size size) const {
   return a;
 }
 
-cv::Mat decode_image_file(const fs::path& file, ColorMode mode) {
+cv::Mat decode_image_file(const fs::path& file, ColorMode mode, std::vector<std::string>* warnings) {
   std::error_code ec;
   if (!fs::exists(file, ec)) cannot_read(file, "no such file");
   if (::access(file.c_str(), R_OK) != 0) cannot_read(file, std::error_code(errno, std::generic_category()).message());
   check_decodable_size(file);
-  int flags = cv::IMREAD_UNCHANGED;
-  if (mode == ColorMode::color) flags = cv::IMREAD_COLOR | cv::IMREAD_ANYDEPTH | cv::IMREAD_IGNORE_ORIENTATION;
-  if (mode == ColorMode::grey) flags = cv::IMREAD_GRAYSCALE | cv::IMREAD_ANYDEPTH | cv::IMREAD_IGNORE_ORIENTATION;
+  const imagefile::Channels channels = mode == ColorMode::color  ? imagefile::Channels::color
+                                       : mode == ColorMode::grey ? imagefile::Channels::grey
+                                                                 : imagefile::Channels::unchanged;
   cv::Mat m;
   try {
-    m = cv::imread(file.string(), flags);
-  } catch (const cv::Exception& e) {
+    imagefile::Decoded d = imagefile::decode(imagefile::read_file(file.string()), channels);
+    m = std::move(d.pixels);
+    if (warnings)
+      for (auto& w : d.warnings) warnings->push_back("image '" + file.string() + "': " + w + " (the pixels are as stored)");
+  } catch (const imagefile::DecodeError& e) {
     // A size the header peek could not read but OpenCV's check refused.
-    if (e.err.find("CV_IO_MAX_IMAGE") != std::string::npos)
+    const std::string why = e.what();
+    if (why.find("CV_IO_MAX_IMAGE") != std::string::npos)
       cannot_read(file, "over OpenCV's image size limits (" + std::to_string(max_image_pixels()) +
                             " pixels, OPENCV_IO_MAX_IMAGE_PIXELS; " + std::to_string(max_image_side) +
                             " per side); cut it into tiles (files) first");
-    cannot_read(file, e.err);
+    cannot_read(file, why);
   }
-  if (m.empty()) cannot_read(file, "not a supported image or corrupt");
   if (m.depth() != CV_8U && m.depth() != CV_16U && m.depth() != CV_32F)
     cannot_read(file, "pixels are of OpenCV depth " + std::to_string(m.depth()) +
                           " (not 8- or 16-bit unsigned or 32-bit float); flowd reads 8- and 16-bit images and "

@@ -42,8 +42,9 @@ public:
   // The size without decoding, when the header tells it.
   std::optional<cv::Size> peek_size(std::size_t i) const;
   // Decoded: RGB or RGBA (not BGR) or grey, 8- or 16-bit, or 32-bit float
-  // (float TIFFs). Throws flowd::Error naming the file.
-  cv::Mat load(std::size_t i, ColorMode mode) const;
+  // (float TIFFs). Throws flowd::Error naming the file; `warnings` as for
+  // decode_image_file.
+  cv::Mat load(std::size_t i, ColorMode mode, std::vector<std::string>* warnings = nullptr) const;
   // {"image": key, "file": file, "image_shape": [h, w]}
   Json attrs(std::size_t i, cv::Size size) const;
 
@@ -58,7 +59,10 @@ private:
 
 // Decodes one file as stored (EXIF orientation is not applied, so pixel
 // coordinates match the stored raster) and converts it to flowd's channel
-// order. Throws flowd::Error naming the file.
-cv::Mat decode_image_file(const std::filesystem::path& file, ColorMode mode);
+// order. Throws flowd::Error naming the file, also for a truncated or corrupt
+// one (imagefile/decode.hpp); what the decoder met and survived without
+// changing a pixel is added to `warnings`.
+cv::Mat decode_image_file(const std::filesystem::path& file, ColorMode mode,
+                          std::vector<std::string>* warnings = nullptr);
 
 }  // namespace flowd::io

@@ -40,7 +40,7 @@ OperatorSpec ListFiles::spec() {
                 "without `group`: {\"path\", \"name\"} keyed by the file's stem; with `group`: {\"group\", \"files\", "
                 "\"names\"} keyed by the group name"}};
   s.params = {
-      ParamSpec::string("dir").doc("the folder to list; hidden files (name starting with '.') are skipped"),
+      ParamSpec::string("dir").input_path().doc("the folder to list; hidden files (name starting with '.') are skipped"),
       ParamSpec::json("extensions", Json::array({".jpg", ".jpeg", ".png", ".tif", ".tiff", ".bmp"}))
           .doc("file extensions to list (any case; the leading '.' may be left out); [] lists every file"),
       ParamSpec::string("group", "").doc(
@@ -79,7 +79,8 @@ ListFiles::ListFiles(const Params& params) : dir_(params.get<std::string>("dir")
 
 void ListFiles::open(SourceContext& ctx) {
   // A generated set (synthetic:prnu?...) is made once in a cache folder.
-  if (is_synthetic_files(dir_.string())) dir_ = synthetic_files(dir_.string());
+  if (is_synthetic_files(dir_.string()))
+    dir_ = synthetic_files(dir_.string(), [&](const std::string& line) { ctx.info(line); });
   std::error_code ec;
   const auto status = fs::status(dir_, ec);
   if (ec && ec != std::errc::no_such_file_or_directory)

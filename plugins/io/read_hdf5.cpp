@@ -58,7 +58,7 @@ OperatorSpec ReadHdf5::spec() {
   s.doc = "Reads back what io.write_hdf5 stored: one item per array, or table rows per item key (or whole)";
   s.outputs = {{"data", "any", "arrays with their stored key, version, timestamp, bbox, core and attrs; or tables"}};
   s.params = {
-      ParamSpec::string("path").doc("the .h5 file written by io.write_hdf5"),
+      ParamSpec::string("path").input_path().doc("the .h5 file written by io.write_hdf5, or one with a 3-D dataset"),
       ParamSpec::string("dataset", "data")
           .doc("the group to read (io.write_hdf5's `dataset`), or a 3-D dataset (frames, rows, columns) read as a "
                "series of 2-D frames keyed <name>_000, <name>_001, ..."),
@@ -75,7 +75,7 @@ ReadHdf5::ReadHdf5(const Params& params)
       dataset_(params.get<std::string>("dataset")),
       split_by_key_(params.get<std::string>("split") == "key") {
   if (path_.empty()) throw ParamError("path", "path is empty");
-  layout::check_dataset_param(dataset_);
+  dataset_ = layout::dataset_param(dataset_);
 }
 
 std::string ReadHdf5::where() const {

@@ -22,11 +22,16 @@ void ReadImages::open(SourceContext& ctx) {
 }
 
 bool ReadImages::next(SourceContext& ctx) {
-  if (!images_ || next_ >= images_->size()) return false;
+  if (!images_) return false;
+  // A resumed run: what an earlier run finished is not read again.
+  while (next_ < images_->size() && ctx.finished(images_->key(next_))) ctx.skip(images_->key(next_++));
+  if (next_ >= images_->size()) return false;
   const std::size_t i = next_++;  // advanced first: a --keep-going run skips an unreadable image
   cv::Mat m;
   try {
-    m = images_->load(i, options_.mode);
+    std::vector<std::string> warnings;
+    m = images_->load(i, options_.mode, &warnings);
+    for (const auto& w : warnings) ctx.warn(w);
   } catch (const std::exception& e) {
     throw ItemError(images_->key(i), e.what());
   }

@@ -50,9 +50,12 @@ bool ReadTiles::next(SourceContext& ctx) {
     current_.reset();  // tiles already emitted keep their image alive
     if (next_image_ >= images_->size()) return false;
     const std::size_t i = next_image_++;  // advanced first: a --keep-going run skips an unreadable image
+    if (skip_finished(ctx, i)) continue;
     cv::Mat m;
     try {
-      m = images_->load(i, options_.mode);
+      std::vector<std::string> warnings;
+      m = images_->load(i, options_.mode, &warnings);
+      for (const auto& w : warnings) ctx.warn(w);
     } catch (const std::exception& e) {
       tile_counts_[i] = 0;
       announce(ctx);
@@ -67,12 +70,32 @@ bool ReadTiles::next(SourceContext& ctx) {
   return current_->next_tile < current_->grid.count() || next_image_ < images_->size();
 }
 
+bool ReadTiles::skip_finished(SourceContext& ctx, std::size_t i) {
+  // The tiles' keys need the image's size, which the header tells without
+  // decoding; an image with one tile unfinished is read and cut whole (the
+  // engine drops the finished tiles).
+  const auto size = images_->peek_size(i);
+  if (!size) return false;
+  const TileGrid grid{size->height, size->width, tile_, halo_};
+  std::vector<std::string> keys;
+  for (std::int64_t t = 0; t < grid.count(); ++t) {
+    keys.push_back(tile_key(images_->key(i), t / grid.cols(), t % grid.cols()));
+    if (!ctx.finished(keys.back())) return false;
+  }
+  for (const auto& k : keys) ctx.skip(k);
+  return true;
+}
+
+std::string ReadTiles::tile_key(const std::string& image, std::int64_t row, std::int64_t col) {
+  return image + "/tile/" + std::to_string(row) + "/" + std::to_string(col);
+}
+
 void ReadTiles::emit_tile(SourceContext& ctx) {
   Current& c = *current_;
   const std::int64_t t = c.next_tile++;
   const std::int64_t row = t / c.grid.cols(), col = t % c.grid.cols();
   Item item;
-  item.meta.key = c.key + "/tile/" + std::to_string(row) + "/" + std::to_string(col);
+  item.meta.key = tile_key(c.key, row, col);
   const Box bbox = c.grid.bbox(row, col);
   item.meta.bbox = bbox;
   item.meta.core = c.grid.core(row, col);

@@ -35,6 +35,10 @@ private:
   // Calls expect() whenever the total is known and differs from the last one.
   void announce(SourceContext& ctx);
   void emit_tile(SourceContext& ctx);
+  // A resumed run: image i's tiles all finished earlier are skipped, the
+  // image not read (true then).
+  bool skip_finished(SourceContext& ctx, std::size_t i);
+  static std::string tile_key(const std::string& image, std::int64_t row, std::int64_t col);
 
   InputOptions options_;
   std::int64_t tile_;

@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <charconv>
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <functional>
@@ -69,9 +71,14 @@ std::string real_text(double v) {
 // into place with a `complete` mark, so an interrupted generation leaves
 // nothing a later call would take for a whole set; two processes may both
 // generate it, and the first to finish wins.
-fs::path cached_set(const std::string& uri, const std::string& name, const std::function<void(const fs::path&)>& make) {
+fs::path cached_set(const std::string& uri, const std::string& name, const std::function<void(const fs::path&)>& make,
+                    const Say& say) {
   const fs::path dir = cache_root() / "synthetic" / name;
   if (fs::exists(dir / "complete")) return dir;
+  // Seconds and tens of MB the first time: said, so a first run's pause and
+  // a cache that grows are not a mystery.
+  if (say) say("generating " + uri + " into " + dir.string() + " (first use; later runs reuse it)");
+  const auto t0 = std::chrono::steady_clock::now();
   const fs::path tmp = dir.string() + ".partial-" + std::to_string(::getpid());
   std::error_code ec;
   fs::remove_all(tmp, ec);
@@ -85,6 +92,17 @@ fs::path cached_set(const std::string& uri, const std::string& name, const std::
     }
     fs::remove_all(dir, ec);  // a half-made set of another process
     fs::rename(tmp, dir);
+    if (say) {
+      std::uintmax_t bytes = 0;
+      std::size_t files = 0;
+      for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
+           it.increment(ec))
+        if (it->is_regular_file(ec) && it->path() != dir / "complete") bytes += it->file_size(ec), ++files;
+      char line[160];
+      std::snprintf(line, sizeof line, "generated %zu files, %.1f MB, in %.1f s", files, static_cast<double>(bytes) / 1e6,
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      say(line);
+    }
   } catch (...) {
     fs::remove_all(tmp, ec);
     if (!fs::exists(dir / "complete")) throw;  // else another process made it meanwhile
@@ -100,7 +118,7 @@ void write_file(const fs::path& target, const char* data, std::size_t size) {
 
 // synthetic:prnu?cameras=4&models=1&flatfields=10&images=10&shifted=0&
 // width=1024&height=768&seed=1&portrait=0.2&part=images
-fs::path prnu_set(const std::string& uri, const Query& query) {
+fs::path prnu_set(const std::string& uri, const Query& query, const Say& say) {
   std::string part = "images";
   prnu::Params p;
   for (const auto& [k, v] : query.keys) {
@@ -141,14 +159,15 @@ fs::path prnu_set(const std::string& uri, const Query& query) {
                           write_file(tmp / item.file, reinterpret_cast<const char*>(bytes.data()), bytes.size());
                         }
                       }
-                    }) /
+                    },
+                    say) /
          part;
 }
 
 // synthetic:cvtree?proteomes=8&proteins=3000&length=330&divergence=0.25&
 // indel_rate=0.05&gain_rate=0.4&loss_rate=0.4&rate_shape=0.8&drift=1&
 // min_internal=0.15&seed=1&part=proteomes
-fs::path cvtree_set(const std::string& uri, const Query& query) {
+fs::path cvtree_set(const std::string& uri, const Query& query, const Say& say) {
   namespace cvs = cvtree::synth;
   std::string part = "proteomes";
   cvs::Params p;
@@ -192,7 +211,8 @@ fs::path cvtree_set(const std::string& uri, const Query& query) {
                       });
                       const std::string tree = newick + "\n";
                       write_file(tmp / "truth" / "tree.nwk", tree.data(), tree.size());
-                    }) /
+                    },
+                    say) /
          part;
 }
 
@@ -202,10 +222,10 @@ bool is_synthetic_files(const std::string& uri) {
   return uri.rfind("synthetic:prnu", 0) == 0 || uri.rfind("synthetic:cvtree", 0) == 0;
 }
 
-fs::path synthetic_files(const std::string& uri) {
+fs::path synthetic_files(const std::string& uri, const Say& say) {
   const Query query = parse_query(uri);
-  if (query.generator == "prnu") return prnu_set(uri, query);
-  if (query.generator == "cvtree") return cvtree_set(uri, query);
+  if (query.generator == "prnu") return prnu_set(uri, query, say);
+  if (query.generator == "cvtree") return cvtree_set(uri, query, say);
   throw Error("'" + uri + "': unknown file generator '" + query.generator + "' (known: prnu, cvtree)");
 }
 

@@ -10,6 +10,7 @@
 //     seed=1&part=proteomes - tools/cvtree's proteomes evolved along a random
 //     tree; part is proteomes (<name>.faa) or truth (tree.nwk).
 #include <filesystem>
+#include <functional>
 #include <string>
 
 namespace flowd::io {
@@ -18,7 +19,9 @@ bool is_synthetic_files(const std::string& uri);
 // The folder of the part the URI names, generated first if it is not in the
 // cache yet (into a temporary sibling renamed into place, so an interrupted
 // generation leaves nothing). Throws flowd::Error naming the URI and the
-// key for an unknown generator, key or value.
-std::filesystem::path synthetic_files(const std::string& uri);
+// key for an unknown generator, key or value. `say` gets a line before and
+// after a generation (none when the set is in the cache already).
+using Say = std::function<void(const std::string&)>;
+std::filesystem::path synthetic_files(const std::string& uri, const Say& say = {});
 
 }  // namespace flowd::io

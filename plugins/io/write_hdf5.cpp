@@ -81,7 +81,7 @@ WriteHdf5::WriteHdf5(const Params& params)
       dataset_(params.get<std::string>("dataset")),
       compression_(static_cast<int>(params.get<std::int64_t>("compression"))) {
   if (path_.empty() || path_.filename().empty()) throw ParamError("path", "path must name a file, got '" + path_.string() + "'");
-  layout::check_dataset_param(dataset_);
+  dataset_ = layout::dataset_param(dataset_);
 }
 
 std::string WriteHdf5::where() const { return "'/" + dataset_ + "' in '" + path_.string() + "'"; }

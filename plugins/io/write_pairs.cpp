@@ -14,6 +14,7 @@
 
 #include "flowd/opencv.hpp"
 #include "h5.hpp"
+#include "heatmap_picture.hpp"
 
 namespace flowd::io {
 
@@ -381,14 +382,21 @@ void WritePairs::commit(SinkContext& ctx) {
         level.at<std::uint8_t>(static_cast<int>(i), static_cast<int>(j)) = static_cast<std::uint8_t>(std::lround(t * 255));
         missing.at<std::uint8_t>(static_cast<int>(i), static_cast<int>(j)) = ok ? 0 : 1;
       }
-    cv::Mat colour;
-    cv::applyColorMap(level, colour, cv::COLORMAP_VIRIDIS);
-    const int f = static_cast<int>(std::max<std::int64_t>(1, heatmap_side / static_cast<std::int64_t>(std::max(nr, nc))));
-    cv::Mat big(static_cast<int>(nr) * f, static_cast<int>(nc) * f, CV_8UC3);
-    for (int y = 0; y < big.rows; ++y)
-      for (int x = 0; x < big.cols; ++x)
-        big.at<cv::Vec3b>(y, x) = missing.at<std::uint8_t>(y / f, x / f) ? cv::Vec3b(128, 128, 128)
-                                                                            : colour.at<cv::Vec3b>(y / f, x / f);
+    HeatmapPicture pic;
+    cv::applyColorMap(level, pic.cells, cv::COLORMAP_VIRIDIS);
+    pic.missing = missing;
+    for (const auto i : h.row_order) pic.row_labels.push_back(s.rows[static_cast<std::size_t>(i)]);
+    for (const auto j : h.col_order) pic.col_labels.push_back(s.cols[static_cast<std::size_t>(j)]);
+    pic.title = s.names[s.heatmap_score] + (heatmap_log_ ? " (log scale)" : "") + " of " + std::to_string(nr) + " x " +
+                std::to_string(nc) + (triangle ? " items" : "") + ", ordered by average-linkage clustering" +
+                (triangle ? "; diagonal: the row's best" : "");
+    pic.low = lo;
+    pic.high = hi;
+    pic.log10 = heatmap_log_;
+    cv::Mat ramp(1, 256, CV_8UC1);
+    for (int k = 0; k < 256; ++k) ramp.at<std::uint8_t>(0, k) = static_cast<std::uint8_t>(k);
+    cv::applyColorMap(ramp, pic.bar, cv::COLORMAP_VIRIDIS);
+    const cv::Mat big = render_heatmap(pic, static_cast<int>(heatmap_side));
     try {
       if (!cv::imencode(".png", big, h.png)) throw Error("cannot encode the heat map as PNG");
     } catch (const cv::Exception& e) {

@@ -168,6 +168,37 @@ TEST(Outputs, AFolderWithFilesFlowdDidNotWriteIsRefusedUnlessOverwrite) {
   EXPECT_EQ(again.code, 0) << again.err;
 }
 
+// Issue 38: the guard held for sinks that fill a folder but not for those
+// that write single files (cvtree, PRNU, the default workflow): their
+// outputs went in beside a stranger's file. One rule now: the folder that
+// gets the manifest, with its sub-folders. A --journal folder kept inside it
+// is not a stranger.
+TEST(Outputs, AFolderOfSingleFileOutputsWithAFileFlowdDidNotWriteIsRefusedToo) {
+  const auto dir = scratch();
+  write(dir / "out" / "holiday.png", "not flowd's");
+  write(dir / "wf.json", R"({"version": 1, "stages": {
+      "src": {"op": "test.count", "params": {"count": 3}},
+      "a": {"op": "test.record", "inputs": {"in": "src.out"}, "params": {"path": "out/a.txt"}}}})");
+  const auto refused = flowd_cmd(dir, std::vector<std::string>{"wf.json"} + plain);
+  EXPECT_EQ(refused.code, 2) << refused.err;
+  EXPECT_TRUE(contains(refused.err, "1 file(s) that no earlier flowd run wrote there ('out/holiday.png')"))
+      << refused.err;
+  EXPECT_EQ(files_under(dir / "out"), std::vector<std::string>{"holiday.png"});
+  // In a sub-folder of the output folder as well.
+  fs::rename(dir / "out" / "holiday.png", dir / "holiday.png");
+  write(dir / "out" / "old" / "notes.txt", "mine");
+  const auto below = flowd_cmd(dir, std::vector<std::string>{"wf.json"} + plain);
+  EXPECT_EQ(below.code, 2) << below.err;
+  EXPECT_TRUE(contains(below.err, "('out/old/notes.txt')")) << below.err;
+  fs::remove_all(dir / "out" / "old");
+  // A journal inside the output folder: not refused, and resumable.
+  const auto journalled = flowd_cmd(dir, std::vector<std::string>{"wf.json", "--journal", "out/journal"} + plain);
+  EXPECT_EQ(journalled.code, 0) << journalled.err;
+  const auto resumed =
+      flowd_cmd(dir, std::vector<std::string>{"wf.json", "--journal", "out/journal", "--resume"} + plain);
+  EXPECT_EQ(resumed.code, 0) << resumed.err;
+}
+
 // A run on other inputs into the same folders replaces the earlier run's
 // outputs as a set: no stale image beside the new table.
 TEST(Outputs, ARunReplacesTheEarlierRunsOutputsAsASet) {

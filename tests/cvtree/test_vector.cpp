@@ -130,6 +130,42 @@ TEST(CvtreeProteome, ReadsGzippedAndPlainFilesAlike) {
   }
 }
 
+// Issue 38: a .faa.gz cut short (a failed copy) used to be read as the
+// sequence before the cut, and its distances came out near 0.5.
+TEST(CvtreeProteome, ATruncatedOrCorruptGzipFileIsAnErrorNamingIt) {
+  std::string fasta;
+  for (int i = 0; i < 4000; ++i) fasta += ">p" + std::to_string(i) + "\nMKVLAAGIVGLLLACMSTNPKPQRKTKRNTNRRPQDVKFPGG\n";
+  const auto whole = scratch("whole.faa.gz");
+  gzFile f = gzopen(whole.c_str(), "wb");
+  ASSERT_NE(f, nullptr);
+  gzwrite(f, fasta.data(), static_cast<unsigned>(fasta.size()));
+  gzclose(f);
+  std::ifstream in(whole, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_GT(bytes.size(), 1000u);
+  EXPECT_EQ(read_proteome(whole).starts.size(), 4001u);
+  auto error_reading = [&](const std::string& name, const std::string& content) {
+    const auto file = scratch(name);
+    std::ofstream(file, std::ios::binary) << content;
+    try {
+      read_proteome(file);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  // Cut in the middle, and cut only in the 8-byte trailer (CRC and length).
+  for (const std::size_t cut : {std::size_t{1000}, bytes.size() - 4}) {
+    const std::string e = error_reading("cut.faa.gz", bytes.substr(0, cut));
+    EXPECT_NE(e.find("cut.faa.gz"), std::string::npos) << e;
+    EXPECT_NE(e.find("truncated gzip file"), std::string::npos) << e;
+  }
+  std::string flipped = bytes;
+  for (std::size_t i = bytes.size() / 2; i < bytes.size() / 2 + 32; ++i) flipped[i] = static_cast<char>(flipped[i] ^ 0x5a);
+  const std::string e = error_reading("flipped.faa.gz", flipped);
+  EXPECT_NE(e.find("flipped.faa.gz': cannot read"), std::string::npos) << e;
+}
+
 // ACDA at k = 3, by hand: 1-mers A 2/4, C 1/4, D 1/4; 2-mers AC, CD, DA 1/3
 // each; 3-mers ACD, CDA 1/2 each. f0(ACD) = f0(CDA) = (1/3)(1/3)/(1/4) =
 // 4/9, so a = (1/2 - 4/9)/(4/9) = 1/8; DAC is expected, f0 = (1/3)(1/3)/(2/4)

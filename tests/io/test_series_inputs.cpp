@@ -95,6 +95,21 @@ TEST(SeriesInputs, Hdf5StackIsASeriesOfFrames) {
   EXPECT_EQ(fitems[1].array().at<float>(2, 2), 0.25f);
 }
 
+// Issue 38: docs/plugins/registration.md's `--set dataset=/stack` was refused
+// ("starts with '/'"); an absolute HDF5 path names the same dataset.
+TEST(SeriesInputs, Hdf5DatasetMayBeGivenAsAnAbsolutePath) {
+  const auto dir = test::scratch();
+  write_stack(dir / "series.h5", "stack", H5T_NATIVE_UINT16, {2, 3, 3}, std::vector<std::uint16_t>(18, 7));
+  Harness h = harness("io.read_hdf5", {{"path", (dir / "series.h5").string()}, {"dataset", "/stack"}});
+  auto items = items_of(h.source());
+  ASSERT_EQ(keys_of(items), (std::vector<std::string>{"stack_000", "stack_001"}));
+  EXPECT_EQ(items[0].meta.attrs["dataset"], "/stack");
+  const std::string e = error_of([&] {
+    harness("io.read_hdf5", {{"path", (dir / "series.h5").string()}, {"dataset", "/"}}).source();
+  });
+  EXPECT_NE(e.find("dataset '/' is the root group"), std::string::npos) << e;
+}
+
 TEST(SeriesInputs, Hdf5DatasetOfOtherRankIsNamed) {
   const auto dir = test::scratch();
   write_stack(dir / "flat.h5", "image", H5T_NATIVE_UINT8, {4, 5}, std::vector<std::uint8_t>(20, 1));

@@ -5,7 +5,9 @@
 #include <sstream>
 
 #include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
 
+#include "heatmap_picture.hpp"
 #include "io_support.hpp"
 
 using namespace flowd;
@@ -173,6 +175,26 @@ TEST(WritePairs, Hdf5KeepsAComputedDiagonalAndDoesNotMirrorRectangles) {
   }
 }
 
+// Where render_heatmap put the cells of a heat map of these keys, shown in
+// this order.
+io::HeatmapLayout layout_for(const std::vector<std::string>& rows, const std::vector<std::string>& cols,
+                             const std::vector<std::int64_t>& row_order, const std::vector<std::int64_t>& col_order) {
+  io::HeatmapPicture p;
+  p.cells = cv::Mat(static_cast<int>(rows.size()), static_cast<int>(cols.size()), CV_8UC3);
+  for (const auto r : row_order) p.row_labels.push_back(rows[static_cast<std::size_t>(r)]);
+  for (const auto c : col_order) p.col_labels.push_back(cols[static_cast<std::size_t>(c)]);
+  return io::heatmap_layout(p, 1600);
+}
+
+// Some dark pixels (text, ticks) in a part of the picture.
+void expect_ink(const cv::Mat& png, cv::Rect where, const char* what) {
+  where &= cv::Rect(0, 0, png.cols, png.rows);
+  cv::Mat grey, dark;
+  cv::cvtColor(png(where), grey, cv::COLOR_BGR2GRAY);
+  cv::threshold(grey, dark, 100, 255, cv::THRESH_BINARY_INV);
+  EXPECT_GT(cv::countNonZero(dark), 20) << what;
+}
+
 TEST(WritePairs, HeatmapOrdersTwoInterleavedClustersTogether) {
   const auto dir = test::scratch();
   // Score "order" is high for neighbours in key order (it would keep the key
@@ -197,9 +219,20 @@ TEST(WritePairs, HeatmapOrdersTwoInterleavedClustersTogether) {
 
   const cv::Mat png = cv::imread((dir / "p.png").string(), cv::IMREAD_UNCHANGED);
   ASSERT_EQ(png.type(), CV_8UC3);
-  EXPECT_EQ(png.cols, 6 * 266);  // 1600 / 6 = 266 pixels per cell
-  EXPECT_EQ(png.rows, 6 * 266);
-  auto cell = [&](int i, int j) { return png.at<cv::Vec3b>(i * 266 + 133, j * 266 + 133); };
+  // The cells, 1600 / 6 = 266 pixels each, beside the row and column names,
+  // the title and the colour bar (issue 38: the picture had none of them).
+  const io::HeatmapLayout at = layout_for(six, six, order, order);
+  EXPECT_EQ(at.cell, 266);
+  EXPECT_EQ(png.cols, at.width);
+  EXPECT_EQ(png.rows, at.height);
+  EXPECT_GT(at.left, 30);  // room for the names
+  EXPECT_GT(at.top, 40);
+  EXPECT_GT(png.cols, at.left + 6 * 266 + 60);  // and the colour bar
+  auto cell = [&](int i, int j) { return png.at<cv::Vec3b>(at.top + i * 266 + 133, at.left + j * 266 + 133); };
+  expect_ink(png, {0, at.top, at.left, 6 * 266}, "the row names");
+  expect_ink(png, {at.left, 36, 6 * 266, at.top - 40}, "the column names");
+  expect_ink(png, {0, 0, png.cols, 30}, "the title");
+  expect_ink(png, {at.left + 6 * 266 + 40, at.top, png.cols - at.left - 6 * 266 - 40, 6 * 266}, "the colour bar's values");
   auto brightness = [](cv::Vec3b c) { return int(c[0]) + int(c[1]) + int(c[2]); };
   // Viridis: dark purple for low, yellow for high similarity. Cells of one
   // block lie next to the diagonal, in 3 x 3 squares.
@@ -243,8 +276,11 @@ TEST(WritePairs, HeatmapOfALogScoreAndOfARectangleWithMissingPairs) {
     EXPECT_TRUE(blocks_adjacent(h5_column<std::int64_t>(f, "/heatmap_order", H5T_NATIVE_INT64)));
     const cv::Mat png = cv::imread((dir / "log.png").string(), cv::IMREAD_UNCHANGED);
     ASSERT_FALSE(png.empty());
-    cv::Mat grey_px;
-    cv::inRange(png, cv::Scalar(128, 128, 128), cv::Scalar(128, 128, 128), grey_px);
+    const auto order = h5_column<std::int64_t>(f, "/heatmap_order", H5T_NATIVE_INT64);
+    const io::HeatmapLayout at = layout_for(six, six, order, order);
+    cv::Mat grey_px;  // in the cells (the legend's swatch is grey)
+    cv::inRange(png(cv::Rect(at.left, at.top, 6 * at.cell, 6 * at.cell)), cv::Scalar(128, 128, 128),
+                cv::Scalar(128, 128, 128), grey_px);
     EXPECT_EQ(cv::countNonZero(grey_px), 0);  // negative scores are floored, not missing
   }
   {
@@ -263,11 +299,13 @@ TEST(WritePairs, HeatmapOfALogScoreAndOfARectangleWithMissingPairs) {
     EXPECT_EQ(rows, (std::vector<std::int64_t>{0, 2, 1, 3}));  // lowest index first within and across merges
     EXPECT_EQ(cols, (std::vector<std::int64_t>{0, 2, 1}));
     const cv::Mat png = cv::imread((dir / "r.png").string(), cv::IMREAD_UNCHANGED);
-    ASSERT_EQ(png.cols, 3 * 400);  // 1600 / 4 = 400 pixels per cell
-    ASSERT_EQ(png.rows, 4 * 400);
+    const io::HeatmapLayout at = layout_for({"r0", "r1", "r2", "r3"}, {"c0", "c1", "c2"}, rows, cols);
+    ASSERT_EQ(at.cell, 400);  // 1600 / 4 = 400 pixels per cell
+    ASSERT_EQ(png.cols, at.width);
+    ASSERT_EQ(png.rows, at.height);
     // (r3, c1) is displayed at row 3, column 2: grey.
-    EXPECT_EQ(png.at<cv::Vec3b>(3 * 400 + 7, 2 * 400 + 7), cv::Vec3b(128, 128, 128));
-    EXPECT_NE(png.at<cv::Vec3b>(3 * 400 + 7, 1 * 400 + 7), cv::Vec3b(128, 128, 128));
+    EXPECT_EQ(png.at<cv::Vec3b>(at.top + 3 * 400 + 7, at.left + 2 * 400 + 7), cv::Vec3b(128, 128, 128));
+    EXPECT_NE(png.at<cv::Vec3b>(at.top + 3 * 400 + 7, at.left + 1 * 400 + 7), cv::Vec3b(128, 128, 128));
   }
 }
 

@@ -9,6 +9,8 @@
 #include <sstream>
 
 #include <gtest/gtest.h>
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
 
 #include "prnu/generate.hpp"
 #include "runtime/workers.hpp"
@@ -94,7 +96,15 @@ TEST(PrnuWorkflows, IdentifyAttributesEveryPhotoToItsCamera) {
   ASSERT_EQ(best.size(), 8u);
   for (const auto& [photo, b] : best) EXPECT_EQ(photo.substr(0, photo.rfind('_')), b.second) << photo;
   EXPECT_TRUE(fs::exists(out / "scores.h5"));
-  EXPECT_TRUE(fs::exists(out / "roc.png"));
+  // The plot a person reads first (issue 38: no tick values): ink below the
+  // x axis and left of the y axis where the values 0.0 ... 1.0 are, and in
+  // the title line.
+  const cv::Mat roc = cv::imread((out / "roc.png").string(), cv::IMREAD_GRAYSCALE);
+  ASSERT_EQ(roc.size(), cv::Size(640, 640));
+  auto ink = [&](cv::Rect where) { return cv::countNonZero(roc(where) < 100); };
+  EXPECT_GT(ink({60, 592, 560, 18}), 50) << "x-axis values";
+  EXPECT_GT(ink({30, 40, 34, 560}), 50) << "y-axis values";
+  EXPECT_GT(ink({60, 10, 400, 28}), 50) << "the title";
 }
 
 TEST(PrnuWorkflows, AllPairsScoresDoNotDependOnTheCacheSize) {

@@ -1,6 +1,7 @@
 // The registration operators: registration.pairwise, the scan's combine
 // (compose_items) and the sink registration.write, on generated frames with
 // known motions; bad input through whole runs and the command line.
+#include <algorithm>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -19,6 +20,7 @@
 #include "runtime/run.hpp"
 #include "support/cli.hpp"
 #include "support/helpers.hpp"
+#include "support/tem_stack.hpp"
 #include "tem/generate.hpp"
 
 using namespace flowd;
@@ -215,6 +217,73 @@ TEST(RegistrationOps, WriteProducesDeformationsAverageAndHdf5) {
   EXPECT_NEAR(tx[5], rows[5].phi.tx, 1e-6);
 }
 
+// Issue 38: a blank or pure-noise frame got a confident motion, no warning,
+// and its pixels in the average; the match quality never reached the files.
+TEST(RegistrationOps, BlankAndNoiseFramesAreMarkedUnreliableAndLeftOutOfTheAverage) {
+  const tem::Params p = series_params();
+  std::vector<Item> frames;
+  for (int k = 0; k < p.frames; ++k) frames.push_back(frame_item(p, k));
+  // Frame 2 blank (a beam blanked), frame 4 detector noise with no specimen.
+  frames[2].value = from_mat(cv::Mat(p.height, p.width, CV_16UC1, cv::Scalar(3)));
+  cv::Mat noise(p.height, p.width, CV_16UC1);
+  cv::theRNG().state = 99;
+  cv::randu(noise, 0, 8);
+  frames[4].value = from_mat(noise);
+  std::map<std::string, Item> by_key;
+  for (const auto& f : frames) by_key.emplace(f.meta.key, f);
+  const reg::FrameByKey lookup = [&](const std::string& key) -> const Item& { return by_key.at(key); };
+  auto pair = harness("registration.pairwise");
+  std::vector<Item> prefixes{only(pair.map({frames[0], frames[0]}))};
+  for (int k = 1; k < p.frames; ++k)
+    prefixes.push_back(reg::compose_items(prefixes.back(),
+                                          only(pair.map({frames[static_cast<std::size_t>(k - 1)], frames[static_cast<std::size_t>(k)]})),
+                                          lookup, reg::OperatorOptions{}));
+  const fs::path dir = test::scratch() / "out";
+  auto sink = harness("registration.write", {{"dir", dir.string()}});
+  for (int k = 0; k < p.frames; ++k) sink.consume({frames[static_cast<std::size_t>(k)], prefixes[static_cast<std::size_t>(k)]});
+  sink.commit();
+
+  const std::string csv = test::slurp(dir / "deformations.csv");
+  EXPECT_EQ(csv.substr(0, csv.find('\n')), "frame,tx_px,ty_px,angle_deg,ncc,overlap,reliable");
+  const auto rows = reg::parse_deformations(csv);
+  ASSERT_EQ(rows.size(), 6u);
+  for (std::size_t k = 0; k < rows.size(); ++k) {
+    ASSERT_TRUE(rows[k].quality) << k;
+    const bool bad = k == 2 || k == 4;
+    EXPECT_EQ(rows[k].quality->reliable, !bad) << rows[k].frame << " ncc " << rows[k].quality->ncc;
+    if (bad) EXPECT_LT(rows[k].quality->ncc, 0.1) << rows[k].frame;
+    else EXPECT_GT(rows[k].quality->ncc, 0.3) << rows[k].frame;
+  }
+  // The good frames after the bad ones are still registered.
+  EXPECT_LT(reg::Rigid::distance(rows[5].phi, truth_of(p, 5), p.width, p.height), 0.1);
+
+  const hid_t f = H5Fopen((dir / "registration.h5").c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  ASSERT_GE(f, 0);
+  for (const char* name : {"/deformations/ncc", "/deformations/overlap", "/deformations/reliable"})
+    EXPECT_GT(H5Lexists(f, name, H5P_DEFAULT), 0) << name;
+  // Four frames in the average, not six.
+  const hid_t ds = H5Dopen2(f, "/coverage", H5P_DEFAULT);
+  std::vector<float> coverage(static_cast<std::size_t>(p.width * p.height));
+  H5Dread(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, coverage.data());
+  H5Dclose(ds);
+  H5Fclose(f);
+  EXPECT_EQ(*std::max_element(coverage.begin(), coverage.end()), 4.0f);
+}
+
+// A series whose frames all fail to match the first: an error, not a table
+// of guesses.
+TEST(RegistrationOps, WriteRefusesASeriesWhereNoFrameMatchesTheFirst) {
+  const tem::Params p = series_params();
+  const fs::path dir = test::scratch() / "out";
+  auto sink = harness("registration.write", {{"dir", dir.string()}});
+  sink.consume({frame_item(p, 0), reg::step_item({"frame_000", "frame_000", {}, 1.0})});
+  sink.consume({frame_item(p, 1), reg::step_item({"frame_000", "frame_001", {}, 0.01, 1.0})});
+  const std::string e = error_of([&] { sink.commit(); });
+  EXPECT_NE(e.find("no frame but the first matched it"), std::string::npos) << e;
+  sink.abort();
+  EXPECT_TRUE(!fs::exists(dir) || fs::is_empty(dir));
+}
+
 TEST(RegistrationOps, WriteRefusesASingleFrameAndLeavesNothing) {
   const tem::Params p = series_params();
   const fs::path dir = test::scratch() / "out";
@@ -312,26 +381,6 @@ TEST(RegistrationCli, AnUnreadableFrameFailsNamingItsFile) {
 
 namespace {
 
-// The frames of `p` as a 3-D u16 dataset "stack" of an HDF5 file.
-void write_series_h5(const tem::Params& p, const fs::path& file) {
-  std::vector<std::uint16_t> data;
-  for (int k = 0; k < p.frames; ++k) {
-    const cv::Mat m = tem::generate(p, k);
-    ASSERT_EQ(m.type(), CV_16UC1);
-    for (int r = 0; r < m.rows; ++r)
-      data.insert(data.end(), m.ptr<std::uint16_t>(r), m.ptr<std::uint16_t>(r) + m.cols);
-  }
-  const hsize_t dims[3] = {static_cast<hsize_t>(p.frames), static_cast<hsize_t>(p.height),
-                           static_cast<hsize_t>(p.width)};
-  const hid_t f = H5Fcreate(file.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-  const hid_t space = H5Screate_simple(3, dims, nullptr);
-  const hid_t ds = H5Dcreate2(f, "stack", H5T_NATIVE_UINT16, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-  ASSERT_GE(H5Dwrite(ds, H5T_NATIVE_UINT16, H5S_ALL, H5S_ALL, H5P_DEFAULT, data.data()), 0);
-  H5Dclose(ds);
-  H5Sclose(space);
-  H5Fclose(f);
-}
-
 // docs/examples/registration-hdf5.json on a generated series of `frames`
 // frames, with `extra` arguments; every frame within a tenth of a pixel of
 // its true motion. Returns the run's log.
@@ -340,7 +389,7 @@ std::string expect_true_motions_through_the_hdf5_workflow(int frames, const std:
   p.frames = frames;
   const fs::path dir = test::scratch();
   const fs::path file = dir / "series.h5";
-  write_series_h5(p, file);
+  test::write_series_h5(p, file);
   std::vector<std::string> args = {"run",
                                    std::string(FLOWD_SOURCE_DIR) + "/docs/examples/registration-hdf5.json",
                                    "--set",

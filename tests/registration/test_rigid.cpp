@@ -88,14 +88,36 @@ TEST(Deformations, RoundTrip) {
       {"b", reg::Rigid::from_degrees(-3.5, 100.0625, 7.0)},
   };
   const std::string text = reg::format_deformations(rows);
-  EXPECT_EQ(text.substr(0, text.find('\n')), "frame,tx,ty,angle");
+  EXPECT_EQ(text.substr(0, text.find('\n')), "frame,tx_px,ty_px,angle_deg");
   EXPECT_NE(text.find("\nframe_000,0,0,0\n"), std::string::npos);
   const auto back = reg::parse_deformations(text);
   ASSERT_EQ(back.size(), rows.size());
   for (std::size_t i = 0; i < rows.size(); ++i) {
     EXPECT_EQ(back[i].frame, rows[i].frame);
     expect_same(back[i].phi, rows[i].phi, 1e-8);
+    EXPECT_FALSE(back[i].quality);
   }
+  // The header before issue 38 is still read.
+  EXPECT_EQ(reg::parse_deformations("frame,tx,ty,angle\na,1,2,3\n").size(), 1u);
+}
+
+// Issue 38: the match quality went missing between the registration and its
+// outputs; a registration's table carries it.
+TEST(Deformations, QualityColumnsRoundTrip) {
+  std::vector<reg::Deformation> rows = {
+      {"frame_000", reg::Rigid::identity(), reg::MatchQuality{1.0, 1.0, true}},
+      {"frame_001", reg::Rigid::from_degrees(0.5, 1.25, -2.0), reg::MatchQuality{0.03125, 0.75, false}},
+  };
+  const std::string text = reg::format_deformations(rows);
+  EXPECT_EQ(text.substr(0, text.find('\n')), "frame,tx_px,ty_px,angle_deg,ncc,overlap,reliable");
+  EXPECT_NE(text.find("\nframe_001,1.25,-2,0.5,0.03125,0.75,0\n"), std::string::npos) << text;
+  const auto back = reg::parse_deformations(text);
+  ASSERT_EQ(back.size(), 2u);
+  ASSERT_TRUE(back[1].quality);
+  EXPECT_EQ(back[1].quality->ncc, 0.03125);
+  EXPECT_EQ(back[1].quality->overlap, 0.75);
+  EXPECT_FALSE(back[1].quality->reliable);
+  EXPECT_TRUE(back[0].quality->reliable);
 }
 
 TEST(Deformations, MalformedSaysTheLine) {
@@ -107,9 +129,13 @@ TEST(Deformations, MalformedSaysTheLine) {
     }
     return std::string("no error");
   };
-  EXPECT_EQ(message(""), "empty: no header 'frame,tx,ty,angle'");
-  EXPECT_EQ(message("frame,x,y,a\n"), "line 1: expected the header 'frame,tx,ty,angle', got 'frame,x,y,a'");
-  EXPECT_EQ(message("frame,tx,ty,angle\na,1,2\n"), "line 2: 3 fields, expected 4 (frame,tx,ty,angle)");
-  EXPECT_EQ(message("frame,tx,ty,angle\na,1,2,3\nb,1,x,3\n"), "line 3: ty 'x' is not a number");
+  EXPECT_EQ(message(""), "empty: no header 'frame,tx_px,ty_px,angle_deg'");
+  EXPECT_EQ(message("frame,x,y,a\n"),
+            "line 1: expected the header 'frame,tx_px,ty_px,angle_deg' (or "
+            "'frame,tx_px,ty_px,angle_deg,ncc,overlap,reliable'), got 'frame,x,y,a'");
+  EXPECT_EQ(message("frame,tx_px,ty_px,angle_deg\na,1,2\n"), "line 2: 3 fields, expected 4");
+  EXPECT_EQ(message("frame,tx,ty,angle\na,1,2,3\nb,1,x,3\n"), "line 3: ty_px 'x' is not a number");
   EXPECT_EQ(message("frame,tx,ty,angle\n,1,2,3\n"), "line 2: the frame name is empty");
+  EXPECT_EQ(message("frame,tx_px,ty_px,angle_deg,ncc,overlap,reliable\na,1,2,3,0.5,1,yes\n"),
+            "line 2: reliable 'yes' is not 0 or 1");
 }

@@ -76,7 +76,7 @@ int main(int argc, char** argv) {
   int size = 0;
   po::options_description opts(
       "usage: flowd-tem-synth --out DIR [--frames N] [--size S | --width W --height H] [options]\n"
-      "Writes DIR/frame_<i>.tif (16-bit counts, or float32 with --format f32), DIR/truth.csv (frame,tx,ty,angle:\n"
+      "Writes DIR/frame_<i>.tif (16-bit counts, or float32 with --format f32), DIR/truth.csv (frame,tx_px,ty_px,angle_deg:\n"
       "each frame's true motion from frame 0, degrees) and DIR/tem.json (the parameters).\nOptions");
   opts.add_options()("help,h", "this help")("out", po::value(&out), "output folder (created)")(
       "frames", po::value(&p.frames)->default_value(p.frames), "number of frames")(
@@ -118,7 +118,7 @@ int main(int argc, char** argv) {
       if (format == "f32") frame.convertTo(frame, CV_32F);
       write_image(fs::path(out) / (flowd::tem::frame_name(p, k) + ".tif"), frame);
     }
-    std::string csv = "frame,tx,ty,angle\n";
+    std::string csv = "frame,tx_px,ty_px,angle_deg\n";
     for (int k = 0; k < p.frames; ++k) {
       const auto& m = motions[static_cast<std::size_t>(k)];
       csv += flowd::tem::frame_name(p, k) + "," + number(m.tx) + "," + number(m.ty) + "," + number(m.angle) + "\n";

@@ -22,9 +22,11 @@ namespace flowd {
 //    OperatorFactory::gpu_scan_variant).
 // 6: the all-pairs pattern's GPU variant (GpuAllPairsContext,
 //    OperatorFactory::gpu_allpairs_variant).
+// 7: SourceContext::finished and skip (a resumed run reads nothing it will
+//    not use); ParamSpec::names_input (validate checks inputs exist).
 // Not `inline`: each plugin reports its own, not the first loaded one's
 // (flowd/sdk_hash.hpp says why).
-constexpr std::uint32_t abi_version = 6;
+constexpr std::uint32_t abi_version = 7;
 
 inline std::string abi_fingerprint() {
   std::string s;

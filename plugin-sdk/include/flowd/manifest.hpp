@@ -24,6 +24,7 @@ inline Json to_json(const ParamSpec& p) {
   if (p.minimum) j["min"] = *p.minimum;
   if (p.maximum) j["max"] = *p.maximum;
   if (!p.allowed.empty()) j["allowed"] = p.allowed;
+  if (p.names_input) j["input_path"] = true;
   return j;
 }
 
@@ -67,6 +68,7 @@ inline ParamSpec param_from_json(const Json& j) {
   if (j.contains("max")) p.maximum = j["max"].get<double>();
   if (j.contains("allowed")) p.allowed = j["allowed"].get<std::vector<Json>>();
   p.description = j.value("doc", "");
+  p.names_input = j.value("input_path", false);
   return p;
 }
 

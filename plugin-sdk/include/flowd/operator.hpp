@@ -166,6 +166,16 @@ class SourceContext : public EmitContext {
 public:
   // Total number of items this source will emit, when known (for progress).
   virtual void expect(std::uint64_t total_items) = 0;
+  // A resumed run (--resume): whether an earlier run finished this source's
+  // item `key` (its results are journalled; the engine would drop it). A
+  // source that can tell an item's key before making it checks, and for a
+  // finished one calls skip(key) instead of reading and emitting it, so a
+  // resumed run does not read again what it will not use. Always false
+  // outside a resumed run.
+  virtual bool finished(std::string_view key) const = 0;
+  // Counts finished item `key` as emitted and done without its value.
+  // Throws flowd::Error when the item is not finished().
+  virtual void skip(std::string_view key) = 0;
 };
 
 using MapContext = EmitContext;

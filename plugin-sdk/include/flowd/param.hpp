@@ -33,6 +33,10 @@ struct ParamSpec {
   std::optional<double> maximum{};      // inclusive, numbers only
   std::vector<Json> allowed{};          // empty: any value of the type
   std::string description{};
+  // The value names a file or folder the stage reads: `flowd validate` and
+  // the run check that it exists before anything starts (a generated data
+  // set, "synthetic:...", is not checked).
+  bool names_input = false;
 
   static ParamSpec boolean(std::string n, std::optional<bool> def = {}) { return make(std::move(n), ParamType::boolean, def); }
   static ParamSpec integer(std::string n, std::optional<std::int64_t> def = {}) { return make(std::move(n), ParamType::integer, def); }
@@ -44,6 +48,7 @@ struct ParamSpec {
   ParamSpec&& at_least(double lo) && { minimum = lo; return std::move(*this); }
   ParamSpec&& choices(std::vector<Json> values) && { allowed = std::move(values); return std::move(*this); }
   ParamSpec&& doc(std::string text) && { description = std::move(text); return std::move(*this); }
+  ParamSpec&& input_path() && { names_input = true; return std::move(*this); }
 
   bool required() const noexcept { return !default_value.has_value(); }
 

@@ -80,7 +80,14 @@ Proteome parse_fasta(std::string_view text, const std::string& what) {
     throw std::invalid_argument(what + ": no residues (" +
                                 std::string(p.starts.empty() ? "an empty file" : "headers only") + ")");
   p.starts.push_back(p.residues.size());
+  p.ends_with_newline = text.empty() || text.back() == '\n';
   return p;
+}
+
+std::string cut_short_warning(const Proteome& p, const std::string& what) {
+  if (p.ends_with_newline) return {};
+  return what + ": the last line has no line break: if the file was cut short (a failed copy), its last protein is "
+                "incomplete and the proteome short; a gzipped file (.faa.gz) is checked in full";
 }
 
 Proteome read_proteome(const std::filesystem::path& file) {
@@ -100,6 +107,16 @@ Proteome read_proteome(const std::filesystem::path& file) {
     if (got == 0) break;
     text.append(buf.data(), static_cast<std::size_t>(got));
   }
+  // gzread hands over what it could decompress and reports the end of a
+  // cut-off stream only here (Z_BUF_ERROR): without this check a proteome
+  // truncated in transfer would be read as a short one.
+  int err = Z_OK;
+  const char* msg = gzerror(f.get(), &err);
+  if (err == Z_BUF_ERROR)
+    throw std::invalid_argument(what + ": truncated gzip file (the compressed stream ends early, after " +
+                                std::to_string(text.size()) + " bytes of sequence)");
+  if (err != Z_OK)
+    throw std::invalid_argument(what + ": cannot read (" + std::string(msg ? msg : "zlib error") + ")");
   return parse_fasta(text, what);
 }
 

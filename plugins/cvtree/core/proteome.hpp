@@ -25,8 +25,16 @@ std::uint8_t residue_code(char letter) noexcept;
 struct Proteome {
   std::vector<std::uint8_t> residues;  // all proteins, one after the other
   std::vector<std::size_t> starts;     // protein p is [starts[p], starts[p + 1]); starts.back() == residues.size()
+  // False when the text's last line has no line break: nothing in plain
+  // FASTA marks its end, so this is the one sign of a file cut short (a
+  // gzipped one is checked in full: read_proteome).
+  bool ends_with_newline = true;
   std::size_t proteins() const noexcept { return starts.empty() ? 0 : starts.size() - 1; }
 };
+
+// The warning for a proteome whose last line has no line break; empty when
+// it has one. `what` names the file.
+std::string cut_short_warning(const Proteome& p, const std::string& what);
 
 // Parses FASTA text; `what` names the source in errors (std::invalid_argument:
 // "'x.faa' line 12: '3' is not a residue"). A proteome with no residues (an

@@ -21,12 +21,14 @@ Compare::Compare(const Params& p) : ks_(k_param(p)) {}
 
 std::vector<std::string> Compare::scores() const { return score_names(ks_); }
 
-Item Compare::load(AllPairsContext&, const Item& in) const {
+Item Compare::load(AllPairsContext& ctx, const Item& in) const {
   if (!std::holds_alternative<Json>(in.value)) return in;  // vectors already
   const auto file = file_of(in);
   Item out;
   try {
-    out = proteome_item(in.meta, read_proteome(file));
+    const Proteome p = read_proteome(file);
+    if (const auto w = cut_short_warning(p, "'" + file.string() + "'"); !w.empty()) ctx.warn(w);
+    out = proteome_item(in.meta, p);
   } catch (const std::invalid_argument& e) {
     throw Error(e.what());
   }

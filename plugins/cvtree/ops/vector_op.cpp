@@ -29,6 +29,7 @@ void VectorOp::cpu(MapContext& ctx) const {
   } catch (const std::invalid_argument& e) {
     throw Error(e.what());
   }
+  if (const auto w = cut_short_warning(p, "'" + file.string() + "'"); !w.empty()) ctx.warn(w);
   ctx.emit("vectors", vectors_item(in.meta, p, ks_, "'" + file.string() + "'"));
 }
 

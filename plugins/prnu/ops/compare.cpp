@@ -27,11 +27,11 @@ Compare::Compare(const Params& p)
       search_(static_cast<int>(p.get<std::int64_t>("search"))),
       try_turns_(p.get<bool>("turns")) {}
 
-Item Compare::load(AllPairsContext&, const Item& in) const {
+Item Compare::load(AllPairsContext& ctx, const Item& in) const {
   if (!std::holds_alternative<Json>(in.value)) return in;
   Item out{in.meta, Value{}};
   const auto file = file_of(in);
-  Image rgb = read_image_file(file);
+  Image rgb = read_image_file(file, &ctx);
   Array a = Array::uninitialized(DType::f32, {rgb.height, rgb.width, 3});
   std::copy(rgb.data.begin(), rgb.data.end(), a.values<float>().begin());
   out.value = std::move(a);

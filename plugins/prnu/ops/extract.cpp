@@ -18,7 +18,7 @@ Extract::Extract(const Params& p) : method_(method_param(p)), crop_(static_cast<
 void Extract::cpu(MapContext& ctx) const {
   const Item& in = ctx.input(0);
   const bool is_file = std::holds_alternative<Json>(in.value);
-  Image rgb = is_file ? read_image_file(file_of(in)) : image_of_array(in.array(), in.meta.key);
+  Image rgb = is_file ? read_image_file(file_of(in), &ctx) : image_of_array(in.array(), in.meta.key);
   const std::string what = is_file ? "'" + file_of(in).string() + "'" : "item '" + in.meta.key + "'";
   Framed f = frame(std::move(rgb), crop_, what);
   ctx.emit("residual", pattern_item(in.meta, residual(method_, f.image, plans_), f.turned));

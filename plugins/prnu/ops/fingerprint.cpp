@@ -30,7 +30,7 @@ void Fingerprint::cpu(MapContext& ctx) const {
   for (const auto& f : j["files"]) {
     if (ctx.cancelled()) throw Error("cancelled");
     const std::string file = f.get<std::string>();
-    Framed framed = frame(read_image_file(file), crop_, "'" + file + "'");
+    Framed framed = frame(read_image_file(file, &ctx), crop_, "'" + file + "'");
     if (acc.count() > 0 && (framed.image.width != acc.width() || framed.image.height != acc.height()))
       throw Error("camera '" + camera + "': '" + file + "' is " + std::to_string(framed.image.width) + "x" +
                   std::to_string(framed.image.height) + " but '" + first + "' is " + std::to_string(acc.width()) +

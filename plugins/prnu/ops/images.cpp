@@ -1,40 +1,28 @@
 #include "ops/images.hpp"
 
-#include <fstream>
-#include <iterator>
 #include <vector>
 
-#include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
+#include "decode.hpp"
 #include "geometry.hpp"
 
 namespace flowd::prnu {
 
-namespace {
-
-bool is_jpeg(const std::vector<unsigned char>& b) { return b.size() >= 3 && b[0] == 0xFF && b[1] == 0xD8 && b[2] == 0xFF; }
-
-// libjpeg decodes a cut-off file with a warning and fills the rest with
-// grey, which would enter the fingerprint silently: a JPEG must end with
-// its EOI marker (some writers pad after it with zeros).
-bool jpeg_complete(const std::vector<unsigned char>& b) {
-  std::size_t end = b.size();
-  while (end > 2 && b[end - 1] == 0x00) --end;
-  return end >= 4 && b[end - 2] == 0xFF && b[end - 1] == 0xD9;
-}
-
-}  // namespace
-
-Image read_image_file(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw Error("'" + file.string() + "': cannot open");
-  const std::vector<unsigned char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (bytes.empty()) throw Error("'" + file.string() + "': empty file");
-  if (is_jpeg(bytes) && !jpeg_complete(bytes))
-    throw Error("'" + file.string() + "': truncated JPEG (no end-of-image marker)");
-  cv::Mat m = cv::imdecode(bytes, cv::IMREAD_COLOR);
-  if (m.empty()) throw Error("'" + file.string() + "': not a readable image (corrupt, or a format OpenCV cannot decode)");
+Image read_image_file(const std::filesystem::path& file, Context* log) {
+  const std::string what = "'" + file.string() + "'";
+  cv::Mat m;
+  try {
+    // 8-bit colour, the stored raster (no EXIF turn: the pattern follows the
+    // sensor, as prnu-python reads photos with PIL).
+    imagefile::Decoded d =
+        imagefile::decode(imagefile::read_file(file.string()), imagefile::Channels::color, imagefile::Depth::eight_bit);
+    m = std::move(d.pixels);
+    if (log)
+      for (const auto& w : d.warnings) log->warn(what + ": " + w + " (the pixels are as stored)");
+  } catch (const imagefile::DecodeError& e) {
+    throw Error(what + ": " + e.what());
+  }
   cv::cvtColor(m, m, cv::COLOR_BGR2RGB);
   Image img(m.cols, m.rows, 3);
   for (int y = 0; y < m.rows; ++y) {

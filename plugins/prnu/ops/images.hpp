@@ -1,7 +1,7 @@
 #pragma once
 // Images and patterns as the PRNU operators see them: decoding a file (with
-// the checks a forensic user needs: a truncated or corrupt JPEG is an error
-// naming the file, not a grey bottom half), bringing it to the sensor's
+// the checks a forensic user needs: a truncated or corrupt file is an error
+// naming it, not a grey bottom half; imagefile/decode.hpp), bringing it to the sensor's
 // orientation and centre crop, and converting between flowd items and the
 // core's float images.
 #include <filesystem>
@@ -13,10 +13,12 @@
 
 namespace flowd::prnu {
 
-// RGB on 0..255 as float. Throws flowd::Error naming the file when it is
-// missing, truncated (a JPEG without its end-of-image marker) or does not
-// decode.
-Image read_image_file(const std::filesystem::path& file);
+// RGB on 0..255 as float, the stored raster (EXIF orientation not applied,
+// as the reference implementation reads photos). Throws flowd::Error naming
+// the file when it is missing, truncated or corrupt, or does not decode;
+// what the decoder survived without changing a pixel goes to `log`'s
+// warnings.
+Image read_image_file(const std::filesystem::path& file, Context* log = nullptr);
 
 // How a photo is brought to the fingerprint's frame: portrait images (taller
 // than wide) are turned a quarter counter-clockwise to landscape, the

@@ -105,18 +105,32 @@ void RocSink::commit(SinkContext& ctx) {
              " pair: no ROC curve (docs/plugins/prnu.md)");
     return;
   }
-  // The plot: 640 x 640, one curve per score.
-  const int size = 640, margin = 60, side = size - 2 * margin;
+  // The plot: 640 x 640, one curve per score, axes with their values, the
+  // legend (each score's AUC) in the lower right, where curves above the
+  // diagonal leave room.
+  const int size = 640, left = 70, top = 50, side = size - left - 30;
+  const int font = cv::FONT_HERSHEY_SIMPLEX;
+  const cv::Scalar ink(0, 0, 0);
   cv::Mat img(size, size, CV_8UC3, cv::Scalar(255, 255, 255));
   for (int g = 0; g <= 10; ++g) {
-    const int at = margin + side * g / 10;
-    cv::line(img, {at, margin}, {at, margin + side}, cv::Scalar(230, 230, 230));
-    cv::line(img, {margin, at}, {margin + side, at}, cv::Scalar(230, 230, 230));
+    const int at = side * g / 10;
+    cv::line(img, {left + at, top}, {left + at, top + side}, cv::Scalar(230, 230, 230));
+    cv::line(img, {left, top + at}, {left + side, top + at}, cv::Scalar(230, 230, 230));
+    if (g % 2) continue;
+    char v[8];
+    std::snprintf(v, sizeof v, "%.1f", g / 10.0);
+    cv::line(img, {left + at, top + side}, {left + at, top + side + 5}, ink);
+    cv::putText(img, v, {left + at - 11, top + side + 20}, font, 0.45, ink, 1, cv::LINE_AA);
+    cv::line(img, {left - 5, top + side - at}, {left, top + side - at}, ink);
+    cv::putText(img, v, {left - 32, top + side - at + 5}, font, 0.45, ink, 1, cv::LINE_AA);
   }
-  cv::rectangle(img, {margin, margin}, {margin + side, margin + side}, cv::Scalar(0, 0, 0));
-  cv::line(img, {margin, margin + side}, {margin + side, margin}, cv::Scalar(180, 180, 180));
+  cv::rectangle(img, {left, top}, {left + side, top + side}, ink);
+  cv::line(img, {left, top + side}, {left + side, top}, cv::Scalar(180, 180, 180));
   const cv::Scalar colours[] = {cv::Scalar(200, 90, 30), cv::Scalar(40, 40, 210), cv::Scalar(40, 160, 40)};
   std::string summary;
+  const int legend_top = top + side - 14 - 24 * static_cast<int>(names.size());
+  cv::rectangle(img, {left + side / 2 - 10, legend_top - 18}, {left + side - 8, top + side - 8}, cv::Scalar(255, 255, 255),
+                cv::FILLED);
   for (std::size_t s = 0; s < names.size(); ++s) {
     const auto& col = t.column<double>(names[s]);
     std::vector<double> v;
@@ -124,18 +138,28 @@ void RocSink::commit(SinkContext& ctx) {
     const Roc r = roc_of(v, label);
     std::vector<cv::Point> pts;
     for (const auto& [fpr, tpr] : r.curve)
-      pts.push_back({margin + static_cast<int>(fpr * side), margin + side - static_cast<int>(tpr * side)});
+      pts.push_back({left + static_cast<int>(fpr * side), top + side - static_cast<int>(tpr * side)});
     cv::polylines(img, pts, false, colours[s % 3], 2, cv::LINE_AA);
     char line[96];
     std::snprintf(line, sizeof line, "%s AUC %.4f", names[s].c_str(), r.auc);
-    cv::putText(img, line, {margin + side / 2, margin + side - 20 - 24 * static_cast<int>(names.size() - 1 - s)},
-                cv::FONT_HERSHEY_SIMPLEX, 0.6, colours[s % 3], 2, cv::LINE_AA);
+    const int y = legend_top + 24 * static_cast<int>(s);
+    cv::line(img, {left + side / 2, y - 5}, {left + side / 2 + 24, y - 5}, colours[s % 3], 3, cv::LINE_AA);
+    cv::putText(img, line, {left + side / 2 + 32, y}, font, 0.55, colours[s % 3], 2, cv::LINE_AA);
     summary += (summary.empty() ? "" : ", ") + std::string(line);
   }
-  cv::putText(img, "false positive rate", {margin + side / 2 - 90, size - 20}, cv::FONT_HERSHEY_SIMPLEX, 0.55,
-              cv::Scalar(0, 0, 0), 1, cv::LINE_AA);
-  cv::putText(img, "true positive rate", {10, margin - 20}, cv::FONT_HERSHEY_SIMPLEX, 0.55, cv::Scalar(0, 0, 0), 1,
-              cv::LINE_AA);
+  char title[160];
+  std::snprintf(title, sizeof title, "ROC of %zu pairs (%lld same camera, %lld not)", label.size(),
+                static_cast<long long>(positives), static_cast<long long>(label.size()) - static_cast<long long>(positives));
+  cv::putText(img, title, {left, 30}, font, 0.6, ink, 1, cv::LINE_AA);
+  cv::putText(img, "false positive rate", {left + side / 2 - 80, size - 8}, font, 0.55, ink, 1, cv::LINE_AA);
+  {
+    // The y axis' name, turned to run up the axis.
+    cv::Mat strip(22, 200, CV_8UC3, cv::Scalar(255, 255, 255));
+    cv::putText(strip, "true positive rate", {4, 16}, font, 0.55, ink, 1, cv::LINE_AA);
+    cv::Mat turned;
+    cv::rotate(strip, turned, cv::ROTATE_90_COUNTERCLOCKWISE);
+    turned.copyTo(img(cv::Rect(6, top + side / 2 - 100, turned.cols, turned.rows)));
+  }
   std::vector<unsigned char> bytes;
   if (!cv::imencode(".png", img, bytes)) throw Error("encoding the ROC plot failed");
   ctx.write_output(png_, bytes);

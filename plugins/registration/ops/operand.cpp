@@ -8,7 +8,7 @@ Item step_item(const KeyedStep& step) {
   Item item;
   item.meta.key = step.to;
   item.value = Json{{"from", step.from},           {"to", step.to},  {"tx", step.phi.tx}, {"ty", step.phi.ty},
-                    {"angle", step.phi.degrees()}, {"ncc", step.ncc}};
+                    {"angle", step.phi.degrees()}, {"ncc", step.ncc}, {"overlap", step.overlap}};
   return item;
 }
 
@@ -35,6 +35,7 @@ KeyedStep step_of(const Item& item) {
   }
   s.phi = Rigid::from_degrees(v[2], v[0], v[1]);
   if (const auto it = j->find("ncc"); it != j->end() && it->is_number()) s.ncc = it->get<double>();
+  if (const auto it = j->find("overlap"); it != j->end() && it->is_number()) s.overlap = it->get<double>();
   return s;
 }
 
@@ -45,8 +46,18 @@ Item compose_steps(const Item& left, const Item& right, const RegisterKeys& regi
   if (a.to != b.from)
     throw Error("cannot compose the motion from '" + a.from + "' to '" + a.to + "' with the one from '" + b.from +
                 "' to '" + b.to + "': the inner frames differ");
-  const Result r = registration(a.from, b.to, then(a.phi, b.phi));
-  return step_item({a.from, b.to, r.phi, r.ncc});
+  Result r = registration(a.from, b.to, then(a.phi, b.phi));
+  // A right operand that did not match its own frames (a blank or noise
+  // frame between them) predicts nothing: its motion is not added to the
+  // chain's guess, so the frames after a bad one are registered from the
+  // last good motion (issue 38). The better of the two matches is kept.
+  if (b.ncc < weak_match && r.ncc < weak_match) {
+    // From the left operand's motion where that one matched, else from no
+    // motion at all (the left one came through a bad frame too).
+    const Result again = registration(a.from, b.to, a.ncc >= weak_match ? a.phi : Rigid::identity());
+    if (again.ncc > r.ncc) r = again;
+  }
+  return step_item({a.from, b.to, r.phi, r.ncc, r.overlap});
 }
 
 Item compose_items(const Item& left, const Item& right, const FrameByKey& frame, const OperatorOptions& options) {

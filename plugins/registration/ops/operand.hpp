@@ -3,7 +3,7 @@
 // function of items: what the engine's scan pattern calls.
 //
 // An operand is the JSON value {"from": KEY_I, "to": KEY_K, "tx", "ty",
-// "angle" (degrees), "ncc"}: phi_{i,k} of docs/plugins/registration.md,
+// "angle" (degrees), "ncc", "overlap"}: phi_{i,k} of docs/plugins/registration.md,
 // keyed by KEY_K. from == to is the identity element.
 #include <functional>
 #include <string>
@@ -18,10 +18,18 @@ struct KeyedStep {
   std::string from;
   std::string to;
   Rigid phi{};
-  double ncc = 1.0;
+  double ncc = 1.0;      // of the registration behind phi, at its finest level
+  double overlap = 1.0;  // the share of the reference the NCC covered there
 
   bool is_identity() const noexcept { return from == to; }
 };
+
+// Below this NCC a registration has not found its frame (a blank frame gets
+// 0, detector noise a few hundredths; matching frames of the shipped
+// generator 0.5 and more, docs/plugins/registration.md): compose does not
+// extend the chain's guess by such a step, and registration.write's default
+// min_ncc marks such frames unreliable.
+inline constexpr double weak_match = 0.1;
 
 Item step_item(const KeyedStep& step);
 // Throws flowd::Error naming the item's key for a value that is not an

@@ -33,10 +33,10 @@ void emit_pair_step(EmitContext& ctx, const std::function<Result(const Item& ref
   const Item& ref = ctx.input("reference");
   // The first frame paired with itself: the scan's identity element.
   const KeyedStep step = ref.meta.key == tmpl.meta.key
-                             ? KeyedStep{tmpl.meta.key, tmpl.meta.key, Rigid::identity(), 1.0}
+                             ? KeyedStep{tmpl.meta.key, tmpl.meta.key, Rigid::identity(), 1.0, 1.0}
                              : [&] {
                                  const Result r = registration(ref, tmpl);
-                                 return KeyedStep{ref.meta.key, tmpl.meta.key, r.phi, r.ncc};
+                                 return KeyedStep{ref.meta.key, tmpl.meta.key, r.phi, r.ncc, r.overlap};
                                }();
   Item out = step_item(step);
   out.meta.attrs = tmpl.meta.attrs;

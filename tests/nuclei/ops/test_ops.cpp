@@ -105,7 +105,7 @@ cv::Mat segment_in_a_run(const cv::Mat& rgb, const std::string& gpu) {
   const std::string json = R"({"version": 1, "stages": {
     "read": {"op": "io.read_images", "params": {"path": ")" + (dir / "in.png").string() + R"("}},
     "seg":  {"op": "nuclei.segment", "inputs": {"image": "read.image"}, "params": {"mpp": 0.25}},
-    "out":  {"op": "io.write_hdf5", "inputs": {"data": "seg.labels"}, "params": {"path": ")" + (dir / "l.h5").string() + R"("}}
+    "out":  {"op": "io.write_hdf5", "inputs": {"data": "seg.labels"}, "params": {"path": ")" + (dir / "out" / "l.h5").string() + R"("}}
   }})";
   cv::Mat bgr;
   cv::cvtColor(rgb, bgr, cv::COLOR_RGB2BGR);
@@ -115,7 +115,7 @@ cv::Mat segment_in_a_run(const cv::Mat& rgb, const std::string& gpu) {
   if (!gpu.empty()) o.gpus = runtime::GpuSpec::parse(gpu);
   const auto report = test::run(json, o);
   EXPECT_EQ(report.status, RunStatus::succeeded) << report.error;
-  auto back = harness("io.read_hdf5", {{"path", (dir / "l.h5").string()}}).source();
+  auto back = harness("io.read_hdf5", {{"path", (dir / "out" / "l.h5").string()}}).source();
   if (back.size() != 1) return {};
   return mat_of(back[0].second);
 }
