@@ -193,6 +193,59 @@ TEST(AllPairsStage, AFailedLoadOnAWorkerNodeNamesTheItemAndNode) {
   EXPECT_FALSE(std::filesystem::exists(out));
 }
 
+// The lines of expected(n, m) without item `gone` of the first set (and of
+// the second, which is the first for a triangle): its row and column
+// absent, the other items numbered as if it had never arrived.
+std::vector<std::string> expected_without(int n, int m, int gone) {
+  std::vector<std::string> lines;
+  const int cols = m > 0 ? m : n;
+  auto index = [&](int i) { return i - (i > gone ? 1 : 0); };
+  for (int a = 0; a < n; ++a)
+    for (int b = 0; b < cols; ++b) {
+      if (a == gone || (m == 0 && (b <= a || b == gone))) continue;
+      const double x = 10.0 * a, y = 10.0 * b;
+      std::ostringstream o;
+      o << "ap " << index(a) << "," << (m > 0 ? b : index(b)) << "," << x + y << "," << x * y;
+      lines.push_back(o.str());
+    }
+  std::sort(lines.begin(), lines.end(), [](const std::string& p, const std::string& q) { return key_less(p, q); });
+  return lines;
+}
+
+// Issue 38: one item that could not be loaded failed the whole stage, and
+// --keep-going wrote no matrix at all. Now the item is a failed item (exit
+// 4, named) and the matrix is that of the others: in one process and on
+// worker nodes, with a cache small enough that items are loaded again.
+TEST(AllPairsStage, WithKeepGoingAnItemThatCannotBeLoadedLeavesItsRowAndColumnOut) {
+  const auto dir = test::scratch();
+  const auto out = dir / "out.txt";
+  struct Case {
+    int n, m;
+    std::vector<std::string> how;
+  };
+  const std::vector<Case> cases = {
+      {20, 0, {"--cpu", "2"}},
+      {20, 0, {"--workers", "2", "--worker-cpus", "2"}},
+      {16, 6, {"--cpu", "2"}},
+      {16, 6, {"--workers", "2", "--worker-cpus", "2"}},
+  };
+  for (const auto& c : cases) {
+    for (const std::string& settings : {std::string(), std::string(R"({"cache_items": 8, "leaf_pairs": 4})")}) {
+      SCOPED_TRACE(std::to_string(c.n) + "x" + std::to_string(c.m) + " " + c.how[0] + " " + settings);
+      std::ofstream(dir / "wf.json") << pairs_workflow(c.n, c.m, "", settings, out.string(), R"("fail_load": 13)");
+      std::vector<std::string> args{"wf.json", "-k", "--no-progress", "--no-perf-model"};
+      args.insert(args.end(), c.how.begin(), c.how.end());
+      const auto r = test::flowd_cmd(dir, args);
+      ASSERT_EQ(r.code, 4) << r.err;
+      EXPECT_NE(r.err.find("stage 'ap' failed on item 'item/13': cannot load item 13"), std::string::npos) << r.err;
+      EXPECT_NE(r.err.find("items could not be loaded ('item/13'): the pairs are those of the other"),
+                std::string::npos)
+          << r.err;
+      EXPECT_EQ(test::lines(out), expected_without(c.n, c.m, 13));
+    }
+  }
+}
+
 // A worker node dies in the middle of an all-pairs job (the first process to
 // load item 17 aborts): the job's leaves and the rest of its stretch go to
 // the other node, and the table is exact.
