@@ -1,10 +1,13 @@
 #include "decode.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 
 #include <opencv2/imgcodecs.hpp>
 
@@ -15,6 +18,21 @@
 namespace flowd::imagefile {
 
 namespace {
+
+// The file descriptor, closed on every way out.
+class Fd {
+public:
+  explicit Fd(int fd) noexcept : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const noexcept { return fd_; }
+
+private:
+  int fd_;
+};
 
 cv::Mat with_opencv(std::span<const std::uint8_t> bytes, Channels channels, Depth depth) {
   const int any_depth = depth == Depth::as_stored ? cv::IMREAD_ANYDEPTH : 0;
@@ -59,10 +77,22 @@ Decoded decode(std::span<const std::uint8_t> bytes, Channels channels, Depth dep
 }
 
 std::vector<std::uint8_t> read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw DecodeError(std::string("cannot open: ") + std::strerror(errno));
-  std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw DecodeError(std::string("cannot read: ") + std::strerror(errno));
+  // One read of the whole file (a stream iterator, byte by byte, cost as
+  // much as decoding an uncompressed TIFF).
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) throw DecodeError(std::string("cannot open: ") + std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) throw DecodeError(std::string("cannot read: ") + std::strerror(errno));
+  std::vector<std::uint8_t> bytes(static_cast<std::size_t>(std::max<off_t>(st.st_size, 0)));
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::read(fd.get(), bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw DecodeError(std::string("cannot read: ") + std::strerror(errno));
+    if (n == 0) break;  // shorter than it was a moment ago
+    done += static_cast<std::size_t>(n);
+  }
+  bytes.resize(done);
   return bytes;
 }
 

@@ -37,6 +37,9 @@ void WriteView::consume(SinkContext& ctx) {
   const int type = CV_MAKETYPE(a.dtype() == DType::u16 ? CV_16U : CV_8U, a.ndim() == 3 ? static_cast<int>(a.shape(2)) : 1);
   auto [it, fresh] = views_.try_emplace(image);
   View& v = it->second;
+  if (v.written)
+    throw Error("item '" + item.meta.key + "': a piece of the view of image '" + image +
+                "', which its earlier pieces had filled already (pieces overlap or came twice)");
   if (fresh) {
     v.pixels = cv::Mat::zeros(rows, cols, type);
     v.first_key = item.meta.key;
@@ -53,22 +56,28 @@ void WriteView::consume(SinkContext& ctx) {
   as_mat(packed).copyTo(v.pixels(cv::Rect(static_cast<int>(b.origin[1]), static_cast<int>(b.origin[0]),
                                           static_cast<int>(a.shape(1)), static_cast<int>(a.shape(0)))));
   v.pixels_filled += a.shape(0) * a.shape(1);
+  if (v.pixels_filled == static_cast<std::int64_t>(v.pixels.rows) * v.pixels.cols) write(ctx, image, v);
 }
 
-void WriteView::commit(SinkContext& ctx) {
-  for (auto& [image, v] : views_) {
-    // The pieces partition the view: anything else means tiles were lost or
-    // overlap, and the view would silently show black or mixed pixels.
-    if (v.pixels_filled != static_cast<std::int64_t>(v.pixels.rows) * v.pixels.cols)
+void WriteView::write(SinkContext& ctx, const std::string& image, View& v) {
+  cv::Mat out = v.pixels;
+  if (out.channels() == 3) cv::cvtColor(v.pixels, out, cv::COLOR_RGB2BGR);
+  std::vector<std::uint8_t> bytes;
+  const auto target = dir_ / (image + ".png");
+  if (!cv::imencode(".png", out, bytes)) throw Error("cannot encode '" + target.string() + "' as PNG");
+  ctx.write_output(target, bytes);
+  v.pixels.release();
+  v.written = true;
+}
+
+void WriteView::commit(SinkContext&) {
+  // The pieces partition each view, and a complete view was written when
+  // its last piece came: one not written now lost tiles (or its pieces
+  // overlap), and would show black or mixed pixels.
+  for (const auto& [image, v] : views_)
+    if (!v.written)
       throw Error("the view of image '" + image + "' got " + std::to_string(v.pixels_filled) + " pixels from its " +
                   "pieces, not its " + std::to_string(v.pixels.rows) + " x " + std::to_string(v.pixels.cols));
-    cv::Mat out = v.pixels;
-    if (out.channels() == 3) cv::cvtColor(v.pixels, out, cv::COLOR_RGB2BGR);
-    std::vector<std::uint8_t> bytes;
-    const auto target = dir_ / (image + ".png");
-    if (!cv::imencode(".png", out, bytes)) throw Error("cannot encode '" + target.string() + "' as PNG");
-    ctx.write_output(target, bytes);
-  }
 }
 
 }  // namespace flowd::io

@@ -18,10 +18,10 @@ using flowd::test::write;
 
 namespace {
 
-const char* chain = R"({"version": 1, "stages": {
+const char* counted_chain = R"({"version": 1, "stages": {
   "src": {"op": "test.count", "params": {"count": 6}},
   "step": {"op": "test.step", "inputs": {"in": "src.out"}},
-  "sink": {"op": "test.record", "inputs": {"in": "step.out"}, "params": {"path": "out/chain.txt"}}}})";
+  "sink": {"op": "test.record", "inputs": {"in": "step.out"}, "params": {"path": "out/counted_chain.txt"}}}})";
 
 }  // namespace
 
@@ -42,7 +42,7 @@ TEST(NewUser, AMistypedCommandIsNotTakenForAWorkflow) {
   EXPECT_EQ(f.code, 1);
   EXPECT_TRUE(contains(f.err, "commands: run, validate, plugins")) << f.err;
   // A file is still run, with or without .json.
-  write(dir / "wf", chain);
+  write(dir / "wf", counted_chain);
   EXPECT_EQ(flowd_cmd(dir, {"wf", "--no-progress"}).code, 0);
 }
 
@@ -56,7 +56,7 @@ TEST(NewUser, PluginsAndInspectTakeTheCommonQuietAndVerbose) {
 
 TEST(NewUser, CpuIsOneOptionEverywhereAndZeroOrNoItemsIsRefused) {
   const auto dir = scratch();
-  write(dir / "wf.json", chain);
+  write(dir / "wf.json", counted_chain);
   EXPECT_EQ(flowd_cmd(dir, {"wf.json", "--cpus", "1", "--no-progress"}).code, 0);
   const auto zero = flowd_cmd(dir, {"wf.json", "--cpu", "0"});
   EXPECT_EQ(zero.code, 1);
@@ -74,7 +74,7 @@ TEST(NewUser, CpuIsOneOptionEverywhereAndZeroOrNoItemsIsRefused) {
 TEST(NewUser, AskingForAGpuOnAMachineWithoutOneSaysThereIsNone) {
   if (fs::exists("/proc/driver/nvidia/version")) GTEST_SKIP() << "this machine has an NVIDIA driver";
   const auto dir = scratch();
-  write(dir / "wf.json", chain);
+  write(dir / "wf.json", counted_chain);
   const auto r = flowd_cmd(dir, {"wf.json", "--gpu", "1"});
   EXPECT_NE(r.code, 0);
   EXPECT_TRUE(contains(r.err, "this machine has no GPU")) << r.err;
@@ -115,12 +115,12 @@ TEST(NewUser, AGeneratedDataSetIsSaidWhenItIsMadeAndNotWhenItIsReused) {
 
 TEST(NewUser, TheRunsLastLineSaysWhereTheOutputsWent) {
   const auto dir = scratch();
-  write(dir / "wf.json", chain);
+  write(dir / "wf.json", counted_chain);
   const auto r = flowd_cmd(dir, {"wf.json", "--no-progress"});
   ASSERT_EQ(r.code, 0) << r.err;
   std::string last = r.err.substr(0, r.err.size() - 1);
   last = last.substr(last.rfind('\n') + 1);
-  EXPECT_TRUE(contains(last, "outputs in out/: chain.txt")) << r.err;
+  EXPECT_TRUE(contains(last, "outputs in out/: counted_chain.txt")) << r.err;
 }
 
 // The documented commands of docs/tools.md are built by `tools/setup.sh run`:
