@@ -37,9 +37,11 @@ void WriteView::consume(SinkContext& ctx) {
   const int type = CV_MAKETYPE(a.dtype() == DType::u16 ? CV_16U : CV_8U, a.ndim() == 3 ? static_cast<int>(a.shape(2)) : 1);
   auto [it, fresh] = views_.try_emplace(image);
   View& v = it->second;
-  if (v.written)
+  if (v.written) {
+    if (a.shape(0) == 0 || a.shape(1) == 0) return;  // a tile outside the region, after the view was full
     throw Error("item '" + item.meta.key + "': a piece of the view of image '" + image +
                 "', which its earlier pieces had filled already (pieces overlap or came twice)");
+  }
   if (fresh) {
     v.pixels = cv::Mat::zeros(rows, cols, type);
     v.first_key = item.meta.key;
