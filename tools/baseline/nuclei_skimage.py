@@ -1,12 +1,25 @@
 #!/usr/bin/python3
 """The classical baseline flowd's nuclei segmentation is measured against.
 
-A plain scikit-image pipeline, as issue 13 defines it (Debian's
-python3-skimage): rgb2hed -> haematoxylin channel -> Gaussian sigma 1 ->
-Otsu threshold -> remove_small_objects(60) and binary_fill_holes ->
-Euclidean distance transform -> markers: peak_local_max(min_distance=7)
-kept where the h-maxima (h = 1.5) of the distance are -> watershed of the
-negated distance within the mask.
+The scikit-image recipe of shared/data/nuclei-miccai15/README.md, the one
+the judge scores (Debian's python3-skimage):
+1. haematoxylin = rgb2hed(rgb)[..., 0], Gaussian sigma 1, foreground =
+   above its Otsu threshold;
+2. binary opening with a disk of radius 1, remove objects < 60 px, fill
+   holes;
+3. distance = Euclidean distance transform of the foreground, then
+   Gaussian sigma 1;
+4. peaks = peak_local_max(distance, min_distance=7, labels=components,
+   exclude_border=False);
+5. markers = the connected plateaus of h_maxima(distance, 1.5) that hold a
+   peak (whole plateaus, not single pixels); a component left without a
+   marker gets itself as one marker;
+6. watershed(-distance, markers, mask=foreground), then remove objects
+   < 60 px.
+(Until issue 39 this script skipped the opening, the smoothing of the
+distance, the whole plateaus, the border peaks, the markers of peakless
+components and the final size filter, and scored F1 0.594 / AJI 0.527
+instead of 0.625 / 0.538 on the development set.)
 
     nuclei_skimage.py IMAGES_DIR OUT_DIR [--timing timing.json]
 
@@ -32,23 +45,38 @@ EXTENSIONS = (".png", ".tif", ".tiff", ".jpg", ".jpeg")
 
 def segment(rgb):
     """Instance labels (int32, 0 = background) of one RGB uint8 image."""
+    # 1.
     haematoxylin = color.rgb2hed(rgb)[..., 0]
     smooth = filters.gaussian(haematoxylin, sigma=1)
-    mask = smooth > filters.threshold_otsu(smooth)
-    mask = morphology.remove_small_objects(mask, 60)
-    mask = ndi.binary_fill_holes(mask)
-    distance = ndi.distance_transform_edt(mask)
-    # The h-maxima suppress the shallow maxima of irregular outlines; the
-    # minimum peak distance the maxima of one elongated nucleus.
-    hmax = morphology.h_maxima(distance, 1.5)
-    peaks = peak_local_max(distance, min_distance=7, labels=measure.label(mask))
-    markers = np.zeros(mask.shape, dtype=np.int32)
-    n = 0
-    for r, c in peaks:
-        if hmax[r, c]:
+    foreground = smooth > filters.threshold_otsu(smooth)
+    # 2.
+    foreground = morphology.binary_opening(foreground, morphology.disk(1))
+    foreground = morphology.remove_small_objects(foreground, 60)
+    foreground = ndi.binary_fill_holes(foreground)
+    # 3.
+    distance = filters.gaussian(ndi.distance_transform_edt(foreground), sigma=1)
+    # 4.
+    components = measure.label(foreground)
+    peaks = peak_local_max(distance, min_distance=7, labels=components, exclude_border=False)
+    # 5. Whole plateaus of the h-maxima that hold a peak; a component with
+    # none is one nucleus.
+    plateaus = measure.label(morphology.h_maxima(distance, 1.5))
+    held = np.unique(plateaus[peaks[:, 0], peaks[:, 1]]) if len(peaks) else np.array([], dtype=plateaus.dtype)
+    held = held[held > 0]
+    markers = np.zeros(foreground.shape, dtype=np.int32)
+    keep = np.isin(plateaus, held)
+    markers[keep] = np.searchsorted(held, plateaus[keep]) + 1
+    n = len(held)
+    for region in measure.regionprops(components):
+        r0, c0, r1, c1 = region.bbox
+        inside = components[r0:r1, c0:c1] == region.label
+        if not markers[r0:r1, c0:c1][inside].any():
             n += 1
-            markers[r, c] = n
-    return segmentation.watershed(-distance, markers, mask=mask).astype(np.int32)
+            markers[r0:r1, c0:c1][inside] = n
+    # 6.
+    labels = segmentation.watershed(-distance, markers, mask=foreground)
+    labels = morphology.remove_small_objects(labels, 60)
+    return labels.astype(np.int32)
 
 
 def main():
