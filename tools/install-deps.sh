@@ -7,6 +7,9 @@
 #   tools/install-deps.sh --report  also Chromium, for rendering HTML reports
 #   tools/install-deps.sh --launchers  also Open MPI, Slurm and munge, for the
 #                                      launcher tests (tests/launchers)
+#   tools/install-deps.sh --train   also Debian's PyTorch (CPU) and scikit-image: the
+#                                   learned nuclei method's training (tools/train/nuclei)
+#                                   and the classical baseline (tools/baseline)
 set -euo pipefail
 
 packages=(
@@ -19,6 +22,7 @@ packages=(
   libfftw3-dev
   zlib1g-dev                                                          # gzipped proteomes (plugins/cvtree)
   libjpeg-dev libtiff-dev                                             # damaged JPEG/TIFF inputs refused (plugins/imagefile)
+  libopencv-dnn-dev                                                   # the learned nuclei method's network (plugins/nuclei/learned)
   libgtest-dev libgmock-dev
 )
 for arg in "$@"; do
@@ -26,7 +30,8 @@ for arg in "$@"; do
     --bench) packages+=(libstarpu-dev valgrind libopencv-video-dev) ;;   # video: findTransformECC, the registration peer
     --report) packages+=(chromium) ;;
     --launchers) packages+=(openmpi-bin slurm-wlm munge iproute2 util-linux) ;;
-    *) echo "usage: $0 [--bench] [--report] [--launchers]" >&2; exit 1 ;;
+    --train) packages+=(python3-torch python3-skimage) ;;
+    *) echo "usage: $0 [--bench] [--report] [--launchers] [--train]" >&2; exit 1 ;;
   esac
 done
 

@@ -10,9 +10,10 @@ cd "$(dirname "$0")/.."
 what=${1:-build}
 case "$what" in run|test|build) ;; *) echo "usage: $0 run|test|build" >&2; exit 1 ;; esac
 
-# The tests render an HTML report in headless Chromium and run the documented
-# srun/mpirun scripts under real Slurm and Open MPI, so they install those.
-if [[ $what == test ]]; then tools/install-deps.sh --report --launchers; else tools/install-deps.sh; fi
+# The tests render an HTML report in headless Chromium, run the documented
+# srun/mpirun scripts under real Slurm and Open MPI, and run a few iterations
+# of the nuclei network's training, so they install those.
+if [[ $what == test ]]; then tools/install-deps.sh --report --launchers --train; else tools/install-deps.sh; fi
 build=${FLOWD_BUILD_DIR:-build}
 jobs=$(nproc)
 # CI (CI=true) runs `test` on a 2-core machine within 30 minutes: the

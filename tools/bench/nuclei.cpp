@@ -144,7 +144,7 @@ int overhead(int size, int repeat) {
   const std::string json = R"({"version": 1, "stages": {
     "tiles":    {"op": "io.read_tiles", "params": {"path": ")" +
                            png.string() + R"(", "tile": 1024, "halo": 64}},
-    "segment":  {"op": "nuclei.segment", "inputs": {"image": "tiles.tile"}, "params": {"mpp": 0.25}},
+    "segment":  {"op": "nuclei.segment", "inputs": {"image": "tiles.tile"}, "params": {"method": "classical", "mpp": 0.25}},
     "features": {"op": "nuclei.features", "inputs": {"image": "tiles.tile", "labels": "segment.labels"}}
   }})";
   const auto direct = [&] {

@@ -1,6 +1,10 @@
 #include "ops/segment_stage.hpp"
 
+#include <cmath>
+
 #include <flowd/opencv.hpp>
+
+#include "ops/nuclear_map_op.hpp"
 
 namespace flowd::nuclei {
 
@@ -9,15 +13,31 @@ OperatorSpec SegmentStage::spec() {
   return {
       .name = "nuclei.segment",
       .doc =
-          "Nuclei segmentation of an H&E RGB tile (Region Templates' pipeline): tissue and red-blood-cell "
-          "detection, colour deconvolution to haematoxylin, morphological open, ReconToNuclei, area threshold, "
-          "fill holes, pre-watershed, watershed, object selection (contrast against a ring, solidity), relabelling. "
-          "Each operation runs as a sub-task with CPU and GPU "
-          "variants. Parameters are physical (µm) or relative, so the defaults serve 40x and 20x scans; "
-          "docs/plugins/nuclei.md explains each.",
+          "Nuclei segmentation of an H&E RGB tile. method \"learned\" (default): a small U-Net trained on real "
+          "annotated tiles gives each pixel p(background, interior, boundary) (nuclei.nuclear_map), the interior's "
+          "parts seed a marker watershed that splits touching nuclei, small objects go. method \"classical\": "
+          "Region Templates' pipeline: tissue and red-blood-cell detection, colour deconvolution to haematoxylin, "
+          "morphological open, ReconToNuclei, area threshold, fill holes, pre-watershed, watershed, object selection "
+          "(contrast against a ring, solidity), relabelling. Each operation runs as a sub-task. Parameters are "
+          "physical (µm) or relative, so the defaults serve 40x and 20x scans; docs/plugins/nuclei.md explains each.",
       .inputs = {{"image", "array<u8,3>", "RGB tile"}},
       .outputs = {{"labels", "array<i32,2>", "nuclei 1..n (0 = background); attrs.mpp = the resolution used"}},
-      .params = {ParamSpec::number("mpp", d.mpp)
+      .params = {ParamSpec::string("method", "learned")
+                     .choices({"learned", "classical"})
+                     .doc("learned: the nuclear map network; classical: Region Templates' pipeline (the parameters "
+                          "below from background_level on)"),
+                 ParamSpec::string("model", "").doc(
+                     "learned: the network, MODEL.onnx with its MODEL.json; \"\" = the one shipped beside the plugin"),
+                 ParamSpec::number("marker_level", MapParams{}.marker_level)
+                     .range(0, 1)
+                     .doc("learned: p(interior) above which a pixel seeds a nucleus"),
+                 ParamSpec::number("min_marker_um2", MapParams{}.min_marker_um2)
+                     .range(0, 1000)
+                     .doc("learned: interior parts smaller than this (µm²) seed nothing"),
+                 ParamSpec::number("min_nucleus_um2", 8.0)
+                     .range(0, 10000)
+                     .doc("learned: smallest nucleus kept, µm²"),
+                 ParamSpec::number("mpp", d.mpp)
                      .range(0, 10)
                      .doc("microns per pixel (0.25 at 40x, 0.5 at 20x); 0 = estimate "
                           "from the size of the nuclei"),
@@ -57,7 +77,7 @@ OperatorSpec SegmentStage::spec() {
                      .doc("how many times its ring's mean haematoxylin a nucleus's must be")},
       .uses = {"nuclei.tissue", "nuclei.rbc", "nuclei.deconvolve", "nuclei.open", "nuclei.reconstruct",
                "nuclei.area_threshold", "nuclei.fill_holes", "nuclei.prewatershed", "nuclei.watershed", "nuclei.select",
-               "nuclei.relabel"}};
+               "nuclei.relabel", "nuclei.nuclear_map"}};
 }
 
 SegmentStage::SegmentStage(const Params& p) {
@@ -76,10 +96,46 @@ SegmentStage::SegmentStage(const Params& p) {
   params_.contrast_frac = p.get<double>("contrast_frac");
   params_.min_solidity = p.get<double>("min_solidity");
   params_.contrast_ratio = p.get<double>("contrast_ratio");
+  learned_ = p.get<std::string>("method") == "learned";
+  min_nucleus_um2_ = p.get<double>("min_nucleus_um2");
+  map_params_ = {{"model", p.get<std::string>("model")},
+                 {"mpp", params_.mpp},
+                 {"marker_level", p.get<double>("marker_level")},
+                 {"min_marker_um2", p.get<double>("min_marker_um2")}};
+  if (learned_) {
+    // Checked now, so that a missing or corrupt model fails the workflow's
+    // validation before any tile is read (the sub-task loads its own copy).
+    try {
+      (void)NuclearMapModel::load(NuclearMapOp::model_file(p.get<std::string>("model")));
+    } catch (const ModelError& e) {
+      throw ParamError("model", e.what());
+    }
+  }
   use_one_opencv_thread();
 }
 
 void SegmentStage::cpu(MapContext& ctx) const {
+  if (learned_) learned(ctx);
+  else classical(ctx);
+}
+
+void SegmentStage::learned(MapContext& ctx) const {
+  const Item& image = ctx.input("image");
+  SubTasks& sub = ctx.subtasks();
+  const std::size_t map = sub.call("nuclei.nuclear_map", map_params_, {image});
+  const std::size_t split = sub.call("nuclei.watershed", Json::object(),
+                                     {SubRef{map, "surface"}, SubRef{map, "markers"}, SubRef{map, "mask"}});
+  sub.wait();
+  const double mpp = sub.result(map, "mask").meta.attrs.value("mpp", 0.25);
+  const auto min_area = static_cast<std::int64_t>(std::ceil(min_nucleus_um2_ / (mpp * mpp)));
+  const std::size_t labels = sub.call("nuclei.relabel", {{"min_area", min_area}}, {SubRef{split, "labels"}});
+  sub.wait();
+  Item out{image.meta, sub.result(labels, "labels").value};
+  out.meta.attrs["mpp"] = mpp;
+  ctx.emit("labels", std::move(out));
+}
+
+void SegmentStage::classical(MapContext& ctx) const {
   const Item& image = ctx.input("image");
   // The resolution-free levels first; the resolution (when estimated) and the
   // nuclear threshold need the haematoxylin channel, so the sizes are derived

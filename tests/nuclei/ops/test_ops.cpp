@@ -104,7 +104,7 @@ cv::Mat segment_in_a_run(const cv::Mat& rgb, const std::string& gpu) {
   const auto dir = test::scratch();
   const std::string json = R"({"version": 1, "stages": {
     "read": {"op": "io.read_images", "params": {"path": ")" + (dir / "in.png").string() + R"("}},
-    "seg":  {"op": "nuclei.segment", "inputs": {"image": "read.image"}, "params": {"mpp": 0.25}},
+    "seg":  {"op": "nuclei.segment", "inputs": {"image": "read.image"}, "params": {"method": "classical", "mpp": 0.25}},
     "out":  {"op": "io.write_hdf5", "inputs": {"data": "seg.labels"}, "params": {"path": ")" + (dir / "out" / "l.h5").string() + R"("}}
   }})";
   cv::Mat bgr;
